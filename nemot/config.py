@@ -1,0 +1,187 @@
+"""NeMoT model configuration: a frozen dataclass with named presets (SPEC.md section 2)."""
+
+import dataclasses
+import json
+import tomllib
+from pathlib import Path
+
+from nemot import vocab
+
+THESIS_OUTPUT_BLOCKS = (
+    "lm", "mqa", "gqa", "highlighting_rs", "summarize_rs", "paraphrase_rs",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class NeMoTConfig:
+    """Every size and switch of the NeMoT architecture.
+
+    Names follow the thesis: Y vanilla-set layers, M neuromodulatory-set
+    layers, A parallel output blocks of Z layers each.
+
+    Args:
+        vocab_size: rows of every embedding and head (50,313, SPEC.md s.1).
+        num_aux_tokens: auxiliary tokens before the text (`<cls>`, mode, task).
+        max_text_length: text positions n (768 in the thesis; input is 3 + n).
+        max_position_embeddings: rows of the learned position table (GPT-2: 1024).
+        d_model, num_heads, d_ff: layer width, heads and feed-forward width.
+        dropout: dropout rate on embeddings, sub-layer outputs and the NM output.
+        attention_dropout: dropout on attention probabilities (0 in the original).
+        layer_norm_epsilon: epsilon of every LayerNorm.
+        num_vanilla_layers: Y, pre-LN GPT-2 layers.
+        num_nm_layers: M, pre-LN neuromodulatory layers.
+        num_output_layers: Z, post-LN layers per output block.
+        output_blocks: names of the parallel output blocks; block ``x`` is
+            selected by the task token ``<x>``.
+        num_output_blocks: how many of ``output_blocks`` to build (the first
+            ones); ``replace(num_output_blocks=k)`` keeps the first k names.
+        position_encoding: ``"learned"`` (GPT-2 ``wpe``) or ``"sinusoidal"`` (eq. 3.1).
+        aux_embedding: ``"separate"`` table (original code) or ``"shared"`` with
+            the word embedding.
+        vanilla_head: build the vanilla-set auxiliary head (loss L3).
+        nm_dropout_before_sigmoid: dropout on the NM output before the sigmoid
+            (original code; SPEC.md s.9).
+        exact_gelu: erf GELU in the NM and output sets (original code); the
+            vanilla set always uses GPT-2's tanh approximation.
+        kernel_l2: L2 regulariser on every Dense kernel (thesis text says 0.01;
+            the original code never added it, so 0 by default).
+        compat_values_use_key_weights: original-code bug: values projected with
+            the key weights (no W_V).
+        compat_route_by_first_example: original-code behaviour: the whole batch
+            uses the output block of its first example.
+    """
+
+    vocab_size: int = vocab.VOCAB_SIZE
+    num_aux_tokens: int = 3
+    max_text_length: int = 768
+    max_position_embeddings: int = 1024
+    d_model: int = 768
+    num_heads: int = 12
+    d_ff: int = 3072
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    layer_norm_epsilon: float = 1e-5
+    num_vanilla_layers: int = 12
+    num_nm_layers: int = 12
+    num_output_layers: int = 3
+    output_blocks: tuple = THESIS_OUTPUT_BLOCKS
+    num_output_blocks: int = None
+    position_encoding: str = "learned"
+    aux_embedding: str = "separate"
+    vanilla_head: bool = True
+    nm_dropout_before_sigmoid: bool = True
+    exact_gelu: bool = True
+    kernel_l2: float = 0.0
+    compat_values_use_key_weights: bool = False
+    compat_route_by_first_example: bool = False
+
+    def __post_init__(self):
+        blocks = tuple(self.output_blocks)
+        count = len(blocks) if self.num_output_blocks is None else int(self.num_output_blocks)
+        if count < len(blocks):
+            blocks = blocks[:count]
+        extra = [name for name in THESIS_OUTPUT_BLOCKS if name not in blocks]
+        while len(blocks) < count and extra:
+            blocks += (extra.pop(0),)
+        if count < 1 or len(blocks) != count:
+            raise ValueError(
+                f"num_output_blocks={count}: expected 1..{len(blocks)} named blocks, "
+                f"got output_blocks={blocks}"
+            )
+        if len(set(blocks)) != len(blocks):
+            raise ValueError(f"output_blocks has duplicate names: {blocks}")
+        for name in blocks:
+            vocab.task_token_id(name)
+        object.__setattr__(self, "output_blocks", blocks)
+        object.__setattr__(self, "num_output_blocks", count)
+        _check_choice("position_encoding", self.position_encoding, ("learned", "sinusoidal"))
+        _check_choice("aux_embedding", self.aux_embedding, ("separate", "shared"))
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
+            )
+        if self.max_text_length > self.max_position_embeddings:
+            raise ValueError(
+                f"max_text_length={self.max_text_length} exceeds "
+                f"max_position_embeddings={self.max_position_embeddings}"
+            )
+
+    @property
+    def sequence_length(self):
+        """Model input length: auxiliary tokens + text (771 in the thesis)."""
+        return self.num_aux_tokens + self.max_text_length
+
+    @property
+    def task_token_ids(self):
+        """Task-token id of each output block, in block order."""
+        return tuple(vocab.task_token_id(name) for name in self.output_blocks)
+
+    def replace(self, **changes):
+        """A new config with ``changes``; unknown fields raise ``TypeError``."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown NeMoTConfig field(s): {', '.join(unknown)}")
+        if "num_output_blocks" in changes and "output_blocks" not in changes:
+            changes["output_blocks"] = self.output_blocks
+        elif "output_blocks" in changes and "num_output_blocks" not in changes:
+            changes["num_output_blocks"] = None
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        data = dataclasses.asdict(self)
+        data["output_blocks"] = list(self.output_blocks)
+        return data
+
+    @classmethod
+    def from_dict(cls, data, source="config"):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown model field(s): {', '.join(unknown)}")
+        data = dict(data)
+        if "output_blocks" in data:
+            data["output_blocks"] = tuple(data["output_blocks"])
+        return cls(**data)
+
+    @classmethod
+    def preset(cls, name):
+        """A named preset: ``thesis``, ``small`` or ``tiny``."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+        return cls(**PRESETS[name])
+
+    @classmethod
+    def from_file(cls, path):
+        """Read the ``[model]`` table of a TOML run config (or a JSON dict).
+
+        A ``preset`` key starts from that preset; the other keys override it.
+        """
+        path = Path(path)
+        if path.suffix == ".json":
+            data = json.loads(path.read_text())
+        else:
+            data = tomllib.loads(path.read_text())
+        data = dict(data.get("model", data))
+        base = cls.preset(data.pop("preset")) if "preset" in data else cls()
+        cls.from_dict(data, source=str(path))
+        return base.replace(**{k: (tuple(v) if k == "output_blocks" else v) for k, v in data.items()})
+
+
+def _check_choice(field, value, choices):
+    if value not in choices:
+        raise ValueError(f"{field}={value!r}: expected one of {choices}")
+
+
+PRESETS = {
+    "thesis": {},
+    "small": dict(
+        max_text_length=256, max_position_embeddings=256, d_model=256, num_heads=4,
+        d_ff=1024, num_vanilla_layers=4, num_nm_layers=4, num_output_layers=2,
+    ),
+    "tiny": dict(
+        max_text_length=32, max_position_embeddings=64, d_model=32, num_heads=2,
+        d_ff=64, num_vanilla_layers=2, num_nm_layers=2, num_output_layers=1,
+        output_blocks=("lm", "mqa", "gqa"),
+    ),
+}
