@@ -1,0 +1,182 @@
+"""Helpers every reader shares: file discovery, JSON/JSONL/TSV parsing, field checks,
+label decoding, SQuAD-style parsing and the lazy hub loaders.
+
+Every error is a :class:`nemot.data.DataError` naming the file, the line (or key),
+the field and what was expected.
+"""
+
+import csv
+import json
+from pathlib import Path
+
+from nemot.data.format import DataError, QAExample
+
+_MISSING = object()
+
+
+def find_files(data_dir, patterns, split):
+    """Files of ``split`` under ``data_dir``: the first glob pattern that matches anything.
+
+    Raises :class:`DataError` when no pattern matches (a split with no files).
+    """
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataError(data_dir, None, "data_dir", "an existing directory")
+    for pattern in patterns:
+        files = sorted(p for p in data_dir.glob(pattern) if p.is_file())
+        if files:
+            return files
+    raise DataError(data_dir, f"split {split!r}", "files",
+                    f"at least one file matching {' or '.join(patterns)}", got="none")
+
+
+def read_json(path):
+    """The parsed JSON document at ``path``."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as err:
+            raise DataError(path, err.lineno, "(document)",
+                            f"valid JSON ({err.msg} at column {err.colno})") from err
+
+
+def iter_jsonl(path):
+    """``(line_number, object)`` for each non-empty line of a JSON-lines file."""
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(path, line_no, "(line)",
+                                f"one JSON object per line ({err.msg} at column {err.colno})") from err
+            if not isinstance(record, dict):
+                raise DataError(path, line_no, "(line)", "a JSON object", got=type(record).__name__)
+            yield line_no, record
+
+
+def iter_tsv(path, columns=None):
+    """``(line_number, row)``; rows are dicts when ``columns`` is given (no header), else lists."""
+    with open(path, encoding="utf-8", newline="") as f:
+        for line_no, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
+            if not row:
+                continue
+            if columns is not None:
+                if len(row) != len(columns):
+                    raise DataError(path, line_no, "(row)", f"{len(columns)} tab-separated columns",
+                                    got=len(row))
+                row = dict(zip(columns, row))
+            yield line_no, row
+
+
+def iter_csv(path, required):
+    """``(line_number, row dict)`` of a CSV file with a header containing ``required`` columns."""
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(path, 1, missing[0], f"a CSV header with columns {list(required)}",
+                            got=reader.fieldnames)
+        for row in reader:
+            yield reader.line_num, row
+
+
+def get(record, key, path, where, kind=str, expected=None):
+    """``record[key]`` checked to be of ``kind``; a :class:`DataError` otherwise."""
+    value = record.get(key, _MISSING) if isinstance(record, dict) else _MISSING
+    expected = expected or f"a {kind.__name__ if isinstance(kind, type) else kind}"
+    if value is _MISSING:
+        raise DataError(path, where, key, expected, got="missing")
+    if not isinstance(value, kind):
+        raise DataError(path, where, key, expected, got=value)
+    return value
+
+
+def letter_label(value, labels, path, where, key):
+    """0-based index of ``value`` in ``labels`` (e.g. ``"C"`` in ``["A", "B", "C", "D"]``)."""
+    if value not in labels:
+        raise DataError(path, where, key, f"one of the option labels {list(labels)}", got=value)
+    return labels.index(value)
+
+
+def read_label_file(path, count, base, n_options):
+    """0-based labels from a ``.lst`` file with one label per line, numbered from ``base``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, None, "labels", f"a labels file with {count} lines", got="missing file")
+    labels = []
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                label = int(line) - base
+            except ValueError:
+                label = -1
+            if not 0 <= label < n_options:
+                raise DataError(path, line_no, "label",
+                                f"an integer in {base}..{base + n_options - 1}", got=line.strip())
+            labels.append(label)
+    if len(labels) != count:
+        raise DataError(path, None, "labels", f"{count} labels (one per example)", got=len(labels))
+    return labels
+
+
+def multiple_choice(dataset, id, question, options, label, passage=None, subset=None):
+    """A multiple-choice :class:`QAExample` (``answers`` = the correct option's text)."""
+    answers = (options[label],) if label is not None else ()
+    return QAExample(id=str(id), question=question, passage=passage, options=tuple(options),
+                     answers=answers, label=label, task="mqa", dataset=dataset, subset=subset)
+
+
+def generative(dataset, id, question, answers, passage=None, subset=None):
+    """A generative :class:`QAExample`; duplicate golds are dropped, order kept."""
+    return QAExample(id=str(id), question=question, passage=passage,
+                     answers=tuple(dict.fromkeys(answers)), task="gqa", dataset=dataset,
+                     subset=subset)
+
+
+def squad_context(paragraph, where, path):
+    """The passage of a SQuAD paragraph: its ``context`` field."""
+    return get(paragraph, "context", path, where)
+
+
+def squad_style(path, dataset, context=squad_context):
+    """Examples of a SQuAD-format file: ``data[].paragraphs[].{context, qas[]}``.
+
+    ``context`` builds the passage from a paragraph (ROPES joins background and
+    situation). Unanswerable questions (``is_impossible``) get no golds.
+    """
+    document = read_json(path)
+    articles = get(document, "data", path, "top level", list, "a list of articles")
+    for i, article in enumerate(articles):
+        paragraphs = get(article, "paragraphs", path, f"data[{i}]", list, "a list of paragraphs")
+        for j, paragraph in enumerate(paragraphs):
+            where = f"data[{i}].paragraphs[{j}]"
+            passage = context(paragraph, where, path)
+            for k, qa in enumerate(get(paragraph, "qas", path, where, list, "a list of questions")):
+                qwhere = f"{where}.qas[{k}]"
+                answers = get(qa, "answers", path, qwhere, list, "a list of answers")
+                if not answers and not qa.get("is_impossible", False):
+                    raise DataError(path, qwhere, "answers",
+                                    "at least one answer unless is_impossible is true", got=[])
+                texts = [get(a, "text", path, f"{qwhere}.answers[{m}]")
+                         for m, a in enumerate(answers)]
+                yield generative(dataset, get(qa, "id", path, qwhere),
+                                 get(qa, "question", path, qwhere), texts, passage=passage)
+
+
+def hub_rows(name, config=None, split="train"):
+    """Rows of a Hugging Face ``datasets`` dataset (needs the network; not tested offline).
+
+    Imported lazily so that the package works without ``datasets`` installed.
+    """
+    try:
+        import datasets
+    except ImportError as err:
+        raise ImportError(
+            f"loading {name!r} from the Hugging Face hub needs the `datasets` package "
+            "(pip install datasets) and network access; offline, pass data_dir= with the raw "
+            "files instead") from err
+    return datasets.load_dataset(name, config, split=split)

@@ -1,0 +1,66 @@
+"""DROP (Dua et al., 2019) and its contrast set: ``drop_dataset_{train,dev}.json`` and
+``drop_contrast_sets_test.json``, ``{passage_id: {passage, qa_pairs[{query_id,
+question, answer, validated_answers}]}}``.
+
+An answer is a number, else a date written "day month year" (empty parts left
+out), else its spans (each span one gold). Golds are the main answer plus the
+validated answers. (The original code kept only the validated answers when
+present, dropping the main answer; we keep both.) Format
+``<p1> passage <q> question <sep>`` -> ``answer </s>``.
+"""
+
+from nemot.data.format import DataError
+from nemot.data.readers import common
+
+FILES = {"drop": {"train": ["drop_dataset_train.json", "drop_dataset/drop_dataset_train.json"],
+                  "dev": ["drop_dataset_dev.json", "drop_dataset/drop_dataset_dev.json"]},
+         "drop_contrast": {"test": ["drop_contrast_sets_test.json",
+                                    "DROP/drop_contrast_sets_test.json"]}}
+
+
+def answer_strings(answer, path, where):
+    """The gold strings of one DROP answer object."""
+    if not isinstance(answer, dict):
+        raise DataError(path, where, "answer", "an object with number, date and spans", got=answer)
+    number = str(answer.get("number", "") or "")
+    if number:
+        return [number]
+    date = answer.get("date") or {}
+    parts = [str(date.get(k, "") or "") for k in ("day", "month", "year")]
+    if any(parts):
+        return [" ".join(p for p in parts if p)]
+    spans = answer.get("spans") or []
+    if spans and all(isinstance(s, str) for s in spans):
+        return list(spans)
+    raise DataError(path, where, "answer", "a number, a date or a list of spans", got=answer)
+
+
+def read(data_dir, split, name="drop"):
+    """DROP (``name="drop"``, train/dev) or its contrast set (``"drop_contrast"``, test)."""
+    if split not in FILES[name]:
+        raise ValueError(f"{name} has splits {sorted(FILES[name])}, got {split!r}")
+    (path,) = common.find_files(data_dir, FILES[name][split], split)
+    document = common.read_json(path)
+    if not isinstance(document, dict):
+        raise DataError(path, "top level", "(document)", "an object keyed by passage id",
+                        got=type(document).__name__)
+    for passage_id, entry in document.items():
+        passage = common.get(entry, "passage", path, f"key {passage_id!r}")
+        pairs = common.get(entry, "qa_pairs", path, f"key {passage_id!r}", list, "a list")
+        for i, qa in enumerate(pairs):
+            where = f"key {passage_id!r}.qa_pairs[{i}]"
+            golds = answer_strings(qa.get("answer"), path, where)
+            for k, validated in enumerate(qa.get("validated_answers") or []):
+                golds += answer_strings(validated, path, f"{where}.validated_answers[{k}]")
+            yield common.generative(name, qa.get("query_id", f"{passage_id}#{i}"),
+                                    common.get(qa, "question", path, where), golds, passage=passage)
+
+
+def read_hub(split, name="drop"):
+    """DROP from the Hugging Face hub (``ucinlp/drop``: span answers only; untested offline)."""
+    if name != "drop":
+        raise ValueError("the DROP contrast set is not on the hub; pass data_dir=")
+    hub_split = {"dev": "validation"}.get(split, split)
+    for row in common.hub_rows("ucinlp/drop", None, hub_split):
+        yield common.generative("drop", row["query_id"], row["question"],
+                                row["answers_spans"]["spans"], passage=row["passage"])

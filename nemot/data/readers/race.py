@@ -1,0 +1,51 @@
+"""RACE (Lai et al., 2017): ``RACE/{train,dev,test}/{middle,high}/*.txt``, one JSON
+article per file with ``article``, ``questions``, ``options`` and ``answers`` (A-D).
+
+Format: ``<p1> article <q> question (1) ... (4) <sep>`` -> ``(k)``; subset middle/high.
+"""
+
+from pathlib import Path
+
+from nemot.data.format import DataError
+from nemot.data.readers import common
+
+SPLITS = ("train", "dev", "test")
+SUBSETS = ("middle", "high")
+LETTERS = ("A", "B", "C", "D")
+
+
+def article_examples(record, path, subset):
+    """The questions of one RACE article record."""
+    where = "top level"
+    article = common.get(record, "article", path, where)
+    questions = common.get(record, "questions", path, where, list, "a list of questions")
+    options = common.get(record, "options", path, where, list, "a list of option lists")
+    answers = common.get(record, "answers", path, where, list, "a list of answer letters")
+    if not len(questions) == len(options) == len(answers):
+        raise DataError(path, where, "options/answers",
+                        f"one option list and one answer per question ({len(questions)})",
+                        got=(len(options), len(answers)))
+    article_id = record.get("id", Path(path).name)
+    for i, (question, opts, letter) in enumerate(zip(questions, options, answers)):
+        label = common.letter_label(letter, LETTERS[:len(opts)], path, f"question {i}", "answers")
+        yield common.multiple_choice("race", f"{subset}/{article_id}#{i}", question, opts, label,
+                                     passage=article, subset=subset)
+
+
+def read(data_dir, split, subsets=SUBSETS):
+    """RACE examples of ``split`` from the raw directory (the one holding train/dev/test)."""
+    for subset in subsets:
+        for path in common.find_files(data_dir, [f"{split}/{subset}/*.txt",
+                                                 f"{split}/{subset}/*.json"], f"{split}/{subset}"):
+            yield from article_examples(common.read_json(path), path, subset)
+
+
+def read_hub(split, subsets=SUBSETS):
+    """RACE from the Hugging Face hub (``ehovy/race``; needs the network, untested offline)."""
+    hub_split = {"dev": "validation"}.get(split, split)
+    for subset in subsets:
+        for row in common.hub_rows("ehovy/race", subset, hub_split):
+            record = {"article": row["article"], "questions": [row["question"]],
+                      "options": [row["options"]], "answers": [row["answer"]],
+                      "id": row["example_id"]}
+            yield from article_examples(record, f"hub:ehovy/race/{subset}", subset)
