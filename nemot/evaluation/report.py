@@ -1,0 +1,258 @@
+"""Evaluation reports: predictions JSONL, metrics JSON and thesis-style markdown tables.
+
+A *record* is one evaluated question::
+
+    {"id": "q1", "prediction": "(2)", "golds": ["(2)"], "subset": "middle"}
+
+``golds`` is a string or a list of strings (for ``drop_f1`` a list may hold
+tuples of spans); ``subset`` is optional (RACE ``middle``/``high``, ARC
+``easy``/``challenge``). :func:`write_report` scores the records with a metric
+of :mod:`nemot.evaluation.metrics` and writes, into one folder,
+``<dataset>_<split>_predictions.jsonl`` (records plus their per-question
+``score``), ``<dataset>_<split>_metrics.json`` and ``<dataset>_<split>_report.md``,
+a table laid out like thesis Tables 3.4/3.7 with the thesis' rows beneath ours.
+:func:`write_lm_report` does the same for zero-shot perplexity (Table 3.1).
+
+Numbers are shown like the thesis: four significant figures, accuracy in
+percent, F1 and ROUGE-L as fractions, ``(ep#)`` after a row's first cell.
+
+Example:
+
+>>> records = [{"id": "1", "prediction": "(1)", "golds": ["(1)"], "subset": "middle"},
+...            {"id": "2", "prediction": "(3)", "golds": ["(2)"], "subset": "high"}]
+>>> evaluate_records(records, "accuracy")["scores"]
+{'total': 0.5, 'high': 0.0, 'middle': 1.0}
+"""
+
+import json
+from pathlib import Path
+
+from nemot.evaluation import metrics, thesis_numbers
+
+DATASET_TITLES = {
+    "squad_v2": "SQuADv2", "race": "RACE", "boolq": "BoolQ", "narrativeqa": "NarrativeQA",
+    "arc": "ARC", "obqa": "OBQA", "mctest": "MCTest", "drop": "DROP",
+}
+METRIC_TITLES = {
+    "accuracy": "Accuracy", "f1": "F1-score", "exact_match": "Exact match",
+    "rouge_l": "ROUGE-L", "drop_f1": "DROP F1",
+}
+SUBSET_TITLES = {"total": "Total", "middle": "M", "high": "H", "challenge": "Hard", "easy": "Easy"}
+_SUBSET_ORDER = ("total", "middle", "high", "challenge", "easy")
+_REQUIRED_FIELDS = ("id", "prediction", "golds")
+
+
+def _check_records(records, source="records"):
+    records = list(records)
+    if not records:
+        raise ValueError(f"{source}: no predictions to evaluate")
+    for index, record in enumerate(records):
+        where = f"{source}[{index}]"
+        if not isinstance(record, dict):
+            raise TypeError(f"{where}: expected a dict with fields {_REQUIRED_FIELDS}, got {type(record).__name__}")
+        missing = [field for field in _REQUIRED_FIELDS if field not in record]
+        if missing:
+            raise ValueError(f"{where} (id {record.get('id')!r}): missing field(s) {missing}")
+        if not isinstance(record["prediction"], str):
+            raise TypeError(f"{where} (id {record['id']!r}): field 'prediction' must be a string")
+    return records
+
+
+def evaluate_records(records, metric):
+    """Score ``records`` with ``metric``.
+
+    Returns:
+        ``{"metric", "num_questions", "scores": {"total": ..., subset: ...},
+        "per_question": [...]}`` with scores as fractions in [0, 1].
+    """
+    records = _check_records(records)
+    scorer = metrics.get_metric(metric)
+    per_question = []
+    for index, record in enumerate(records):
+        try:
+            per_question.append(scorer(record["prediction"], record["golds"]))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"records[{index}] (id {record['id']!r}): {error}") from error
+    subsets = [record.get("subset") for record in records]
+    has_subsets = any(subset is not None for subset in subsets)
+    scores = metrics.aggregate(per_question, subsets if has_subsets else None)
+    return {"metric": metric, "num_questions": len(records), "scores": scores, "per_question": per_question}
+
+
+def format_value(value):
+    """Four significant figures, trailing zeros kept (thesis style): 53.9 -> ``"53.90"``."""
+    return "N/A" if value is None else f"{value:#.4g}"
+
+
+def _ordered_subsets(score_dicts):
+    names = {name for scores in score_dicts for name in scores}
+    known = [name for name in _SUBSET_ORDER if name in names]
+    return known + sorted(names - set(known))
+
+
+def _markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _score_cells(scores, columns, epoch=None):
+    cells = [format_value(scores.get(column)) for column in columns]
+    if epoch is not None:
+        cells[0] += f" (ep{epoch})"
+    return cells
+
+
+def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)", epoch=None, table=None):
+    """Markdown table: our ``scores`` (fractions) then the thesis rows for the same cell.
+
+    Args:
+        dataset, split: e.g. ``"race"``, ``"val"`` (keys of :mod:`thesis_numbers`).
+        metric: metric name; thesis rows are shown only when they use the same metric.
+        scores: ``{"total": ..., subset: ...}`` as fractions.
+        model_name: label of our row.
+        epoch: our epoch, shown as ``(ep#)`` like the thesis.
+        table: ``"3.4"``, ``"3.7"`` or ``None`` for the rows of both tables.
+    """
+    scale = metrics.DISPLAY_SCALE[metric]
+    ours = {name: value * scale for name, value in scores.items()}
+    thesis_rows = [r for r in thesis_numbers.results_for(dataset, split, table) if r.metric == metric]
+    columns = _ordered_subsets([ours] + [r.scores for r in thesis_rows])
+    rows = [[model_name] + _score_cells(ours, columns, epoch)]
+    rows += [[f"{r.model} (thesis Table {r.table})"] + _score_cells(r.scores, columns, r.epoch) for r in thesis_rows]
+    title = f"{DATASET_TITLES.get(dataset, dataset)}-{split} ({METRIC_TITLES[metric]})"
+    header = ["Model"] + [SUBSET_TITLES.get(column, column) for column in columns]
+    return f"### {title}\n\n" + _markdown_table(header, rows) + "\n"
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read_predictions(path):
+    """Records from a predictions JSONL file; errors name the file, line and field."""
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from error
+            try:
+                _check_records([record], source="record")
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"{path}:{line_number}: {error}") from error
+            records.append(record)
+    if not records:
+        raise ValueError(f"{path}: no predictions in the file")
+    return records
+
+
+def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (this run)", epoch=None, table=None):
+    """Score ``records`` and write predictions JSONL, metrics JSON and a markdown table.
+
+    Args:
+        out_dir: folder to write into (created if needed).
+        records: list of ``{"id", "prediction", "golds"[, "subset"]}`` dicts.
+        metric: a name of ``nemot.evaluation.metrics.METRICS``.
+        dataset, split: names used in file names and to find the thesis numbers.
+        model_name, epoch, table: see :func:`results_table`.
+
+    Returns:
+        ``{"predictions": path, "metrics": path, "report": path, "scores": {...}}``.
+
+    Example:
+        ``write_report("runs/race", records, "accuracy", "race", "val", epoch=4)``
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = evaluate_records(records, metric)
+    prefix = f"{dataset}_{split}"
+    paths = {
+        "predictions": out_dir / f"{prefix}_predictions.jsonl",
+        "metrics": out_dir / f"{prefix}_metrics.json",
+        "report": out_dir / f"{prefix}_report.md",
+    }
+    write_jsonl(paths["predictions"], [dict(r, score=s) for r, s in zip(records, result["per_question"])])
+    thesis = [
+        {"table": r.table, "model": r.model, "scores": r.scores, "epoch": r.epoch}
+        for r in thesis_numbers.results_for(dataset, split, table) if r.metric == metric
+    ]
+    summary = {
+        "dataset": dataset, "split": split, "metric": metric, "model": model_name, "epoch": epoch,
+        "num_questions": result["num_questions"], "scores": result["scores"],
+        "display_scale": metrics.DISPLAY_SCALE[metric], "thesis": thesis,
+    }
+    paths["metrics"].write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths["report"].write_text(
+        results_table(dataset, split, metric, result["scores"], model_name, epoch, table), encoding="utf-8"
+    )
+    return dict(paths, scores=result["scores"])
+
+
+# --- zero-shot language modelling (Table 3.1) ---------------------------------
+
+def _perplexity_value(value, key):
+    if hasattr(value, "perplexity"):
+        return float(value.perplexity)
+    if isinstance(value, (int, float)):
+        return float(value)
+    raise TypeError(f"results[{key!r}]: expected a PerplexityResult or a number, got {type(value).__name__}")
+
+
+def _lm_label(model, window):
+    # Table 3.1 marks NeMoT rows ♣ for window 768 and ♠ for window 32.
+    marker = {768: " ♣", 32: " ♠"}.get(window, "") if model.startswith("NeMoT") else ""
+    return f"{model}{marker} (w={window})"
+
+
+def lm_table(results, model_name="NeMoT (this run)"):
+    """Markdown table of perplexities, datasets as columns, like thesis Table 3.1.
+
+    Args:
+        results: ``{(dataset, window): PerplexityResult or float}``.
+        model_name: label of our rows (one per window).
+    """
+    ours = {}
+    for key, value in results.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], int)):
+            raise ValueError(f"results key {key!r}: expected (dataset, window)")
+        ours.setdefault(key[1], {})[key[0]] = _perplexity_value(value, key)
+    extra = sorted({d for row in ours.values() for d in row} - set(thesis_numbers.LM_DATASETS))
+    datasets = list(thesis_numbers.LM_DATASETS) + extra
+    header = ["Model"] + [f"{thesis_numbers.LM_DATASET_TITLES.get(d, d)} (PPL)" for d in datasets]
+
+    def cells(values):
+        return [("N/A" if values.get(d) is None else f"{values[d]:.2f}") for d in datasets]
+
+    rows = [[_lm_label(model_name, window)] + cells(ours[window]) for window in sorted(ours, reverse=True)]
+    rows += [
+        [_lm_label(r.model, r.window) + " (thesis Table 3.1)"] + cells(r.values) for r in thesis_numbers.TABLE_3_1
+    ]
+    return "### Zero-shot language modelling, test sets (perplexity)\n\n" + _markdown_table(header, rows) + "\n"
+
+
+def write_lm_report(out_dir, results, model_name="NeMoT (this run)"):
+    """Write ``lm_perplexity.json`` and ``lm_perplexity.md`` (Table 3.1 layout) into ``out_dir``.
+
+    Returns ``{"metrics": path, "report": path}``.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = lm_table(results, model_name)
+    entries = []
+    for (dataset, window), value in sorted(results.items()):
+        entry = value.to_dict() if hasattr(value, "to_dict") else {"perplexity": float(value), "window": window}
+        entries.append(dict(entry, dataset=dataset))
+    thesis = [{"model": r.model, "window": r.window, "values": r.values} for r in thesis_numbers.TABLE_3_1]
+    paths = {"metrics": out_dir / "lm_perplexity.json", "report": out_dir / "lm_perplexity.md"}
+    paths["metrics"].write_text(
+        json.dumps({"model": model_name, "results": entries, "thesis": thesis}, indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    paths["report"].write_text(table, encoding="utf-8")
+    return paths
