@@ -190,11 +190,32 @@ TABLE_3_1 = (
 )
 
 
+# nemot.data split names -> the thesis' "val" (validation) column.
+SPLIT_ALIASES = {"dev": "val", "valid": "val", "validation": "val"}
+# nemot.data registers the two ARC parts as datasets; the thesis reports them as subsets of ARC.
+PART_DATASETS = {"arc_easy": ("arc", "easy"), "arc_challenge": ("arc", "challenge")}
+
+
 def results_for(dataset, split=None, table=None):
-    """Thesis rows for ``dataset`` (optionally one ``split`` / ``table``), in table order."""
-    return [
+    """Thesis rows for ``dataset`` (optionally one ``split`` / ``table``), in table order.
+
+    Split names ``dev``/``valid``/``validation`` mean the thesis' ``val``;
+    ``arc_easy``/``arc_challenge`` give ARC's Easy/Hard column as ``total``.
+
+    >>> [(r.model, r.scores) for r in results_for("arc_challenge", "test", table="3.7")][:1]
+    [('GPT-2 Medium_general', {'total': 33.62})]
+    """
+    split = SPLIT_ALIASES.get(split, split)
+    parent, part = PART_DATASETS.get(dataset, (dataset, None))
+    rows = [
         r for r in RESULTS
-        if r.dataset == dataset and split in (None, r.split) and table in (None, r.table)
+        if r.dataset == parent and split in (None, r.split) and table in (None, r.table)
+    ]
+    if part is None:
+        return rows
+    return [
+        dataclasses.replace(r, dataset=dataset, scores={"total": r.scores[part]})
+        for r in rows if part in r.scores
     ]
 
 
