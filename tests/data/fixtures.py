@@ -146,9 +146,8 @@ def mctest(d):
     row = ["mc160.dev.0", "Author: x;Work Time(s): 1", "Mia had a bean.\\newlineIt\\tabgrew."]
     for subset in ("mc160", "mc500"):
         for split in ("train", "dev", "test"):
-            stem = d / f"{subset}.{split}"
-            stem.with_suffix(".tsv").write_text("\t".join(row + questions) + "\n", encoding="utf-8")
-            stem.with_suffix(".ans").write_text("A\tC\tD\tB\n", encoding="utf-8")
+            _text(d / f"{subset}.{split}.tsv", "\t".join(row + questions) + "\n")
+            _text(d / f"{subset}.{split}.ans", "A\tC\tD\tB\n")
 
 
 def piqa(d):
