@@ -1,0 +1,235 @@
+"""The three sets of NeMoT (thesis Figure 3.1) and the gate between them.
+
+Every set takes a bool attention mask built by ``nemot.layers.masks`` and,
+for cached decoding, a cache [batch, layers, 2, max_length, heads, head_dim]
+and the index where the new positions go; with a cache, ``call`` returns
+``(output, cache)``, without one just the output.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from nemot import vocab
+from nemot.config import NeMoTConfig
+from nemot.layers.masks import attention_mask as build_attention_mask
+from nemot.layers.transformer import TransformerLayer
+
+
+def _as_config(config):
+    return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
+
+
+class _ConfiguredLayer(keras.layers.Layer):
+    """A layer built from a ``NeMoTConfig`` and serialised as its dict."""
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.config = _as_config(config)
+
+    def _regularizer(self):
+        return keras.regularizers.L2(self.config.kernel_l2) if self.config.kernel_l2 else None
+
+    def _stack(self, count, normalize_first, activation, prefix):
+        cfg = self.config
+        return [
+            TransformerLayer(
+                cfg.num_heads, cfg.d_ff, dropout=cfg.dropout,
+                attention_dropout=cfg.attention_dropout,
+                layer_norm_epsilon=cfg.layer_norm_epsilon, normalize_first=normalize_first,
+                activation=activation,
+                values_use_key_weights=cfg.compat_values_use_key_weights,
+                kernel_regularizer=self._regularizer(), name=f"{prefix}_{i}",
+                dtype=self.dtype_policy,
+            )
+            for i in range(count)
+        ]
+
+    @staticmethod
+    def _run_stack(layers, x, attention_mask, cache, cache_update_index, training):
+        new_caches = []
+        for i, layer in enumerate(layers):
+            layer_cache = None if cache is None else cache[:, i]
+            x, layer_cache = layer(x, attention_mask, cache=layer_cache,
+                                   cache_update_index=cache_update_index, training=training)
+            new_caches.append(layer_cache)
+        return x, (None if cache is None else ops.stack(new_caches, axis=1))
+
+    def get_config(self):
+        config = super().get_config()
+        config["config"] = self.config.to_dict()
+        return config
+
+
+def sinusoidal_encoding(positions, d_model):
+    """Fixed position encoding of thesis eq. 3.1, sin and cos interleaved.
+
+    PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)).
+    """
+    positions = ops.cast(ops.expand_dims(positions, -1), "float32")
+    even = ops.arange(0, d_model, 2, dtype="float32")
+    angles = positions / ops.power(10000.0, even / d_model)
+    stacked = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)
+    return ops.reshape(stacked, (-1, d_model))
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class VanillaSet(_ConfiguredLayer):
+    """The vanilla set: GPT-2's embeddings, Y pre-LN layers and final LayerNorm.
+
+    Input is text ids only (no auxiliary tokens); positions 0..n-1 of the text.
+    Called on ids alone it uses the ``<dec>`` rule (causal, padding masked).
+
+    Example:
+        >>> vanilla = VanillaSet(NeMoTConfig.preset("tiny"))
+        >>> h = vanilla(ops.array([[464, 3290, 50304]]))   # [1, 3, d_model]
+    """
+
+    def build(self, input_shape=None):
+        cfg = self.config
+        self.token_embedding = keras.layers.Embedding(cfg.vocab_size, cfg.d_model,
+                                                      name="token_embedding",
+                                                      dtype=self.dtype_policy)
+        self.token_embedding.build(None)
+        if cfg.position_encoding == "learned":
+            self.position_embedding = keras.layers.Embedding(
+                cfg.max_position_embeddings, cfg.d_model, name="position_embedding",
+                dtype=self.dtype_policy)
+            self.position_embedding.build(None)
+        self.embeddings_dropout = keras.layers.Dropout(cfg.dropout)
+        self.transformer_layers = self._stack(cfg.num_vanilla_layers, True, "gelu_tanh",
+                                              "transformer_layer")
+        for layer in self.transformer_layers:
+            layer.build((None, None, cfg.d_model))
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=cfg.layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy)
+        self.layer_norm.build((None, None, cfg.d_model))
+
+    def embed(self, text_ids, start_position=0):
+        """Word plus position embeddings of text ids starting at ``start_position``."""
+        positions = start_position + ops.arange(ops.shape(text_ids)[1], dtype="int32")
+        if self.config.position_encoding == "learned":
+            position_vectors = self.position_embedding(positions)
+        else:
+            position_vectors = sinusoidal_encoding(positions, self.config.d_model)
+        x = self.token_embedding(text_ids)
+        return x + ops.cast(position_vectors, x.dtype)[None]
+
+    def call(self, text_ids, attention_mask=None, cache=None, cache_update_index=0,
+             training=None):
+        if attention_mask is None:
+            attention_mask = build_attention_mask(text_ids, mode="dec", num_aux=0)
+        x = self.embeddings_dropout(self.embed(text_ids, cache_update_index), training=training)
+        x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
+                                   cache_update_index, training)
+        x = self.layer_norm(x)
+        return x if cache is None else (x, cache)
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class NeuromodulatorySet(_ConfiguredLayer):
+    """The neuromodulatory set: M pre-LN layers over [aux embeddings ; vanilla output].
+
+    No final LayerNorm; dropout (original code) then sigmoid, so the output is
+    the gate values in (0, 1) for every position, auxiliary ones included.
+    """
+
+    def build(self, input_shape=None):
+        cfg = self.config
+        activation = "gelu" if cfg.exact_gelu else "gelu_tanh"
+        self.transformer_layers = self._stack(cfg.num_nm_layers, True, activation,
+                                              "transformer_layer")
+        for layer in self.transformer_layers:
+            layer.build((None, None, cfg.d_model))
+        self.output_dropout = keras.layers.Dropout(cfg.dropout)
+
+    def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None):
+        x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
+                                   cache_update_index, training)
+        if self.config.nm_dropout_before_sigmoid:
+            x = self.output_dropout(x, training=training)
+        gates = ops.sigmoid(x)
+        return gates if cache is None else (gates, cache)
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class Gate(keras.layers.Layer):
+    """Thesis eq. 3.8: ``x_gate = sigmoid(nm_out)[text positions] * vanilla_out``.
+
+    The gate values of the auxiliary positions are dropped: the last n
+    positions of the NM output line up with the n vanilla-set positions.
+    """
+
+    def call(self, gates, vanilla_out):
+        length = ops.shape(vanilla_out)[1]
+        return gates[:, -length:, :] * vanilla_out
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class OutputBlock(_ConfiguredLayer):
+    """One output block: Z post-LN layers, dropout, final LayerNorm (exact GELU)."""
+
+    def build(self, input_shape=None):
+        cfg = self.config
+        activation = "gelu" if cfg.exact_gelu else "gelu_tanh"
+        self.transformer_layers = self._stack(cfg.num_output_layers, False, activation,
+                                              "transformer_layer")
+        for layer in self.transformer_layers:
+            layer.build((None, None, cfg.d_model))
+        self.output_dropout = keras.layers.Dropout(cfg.dropout)
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=cfg.layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy)
+        self.layer_norm.build((None, None, cfg.d_model))
+
+    def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None):
+        x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
+                                   cache_update_index, training)
+        x = self.layer_norm(self.output_dropout(x, training=training))
+        return x if cache is None else (x, cache)
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class OutputSet(_ConfiguredLayer):
+    """A parallel output blocks, one per task token (thesis s.3.2, eqs. 3.9-3.13).
+
+    Routing is per example by the task token; a block runs (under
+    ``ops.cond``) only when some example of the batch selects it, so blocks a
+    batch does not use cost nothing and receive zero gradient. With
+    ``compat_route_by_first_example`` the first example's block is used for
+    the whole batch, as the original code did.
+    """
+
+    def build(self, input_shape=None):
+        self.blocks = {}
+        for name in self.config.output_blocks:
+            block = OutputBlock(self.config, name=f"block_{name}", dtype=self.dtype_policy)
+            block.build(None)
+            self.blocks[name] = block
+
+    def call(self, x, task_ids, attention_mask, cache=None, cache_update_index=0,
+             training=None):
+        if self.config.compat_route_by_first_example:
+            task_ids = ops.broadcast_to(task_ids[:1], ops.shape(task_ids))
+        output = ops.zeros_like(x)
+        new_caches = []
+        for i, name in enumerate(self.config.output_blocks):
+            block = self.blocks[name]
+            selected = ops.equal(task_ids, vocab.task_token_id(name))
+            block_cache = None if cache is None else cache[:, i]
+
+            def run(block=block, block_cache=block_cache):
+                if block_cache is None:
+                    return block(x, attention_mask, training=training)
+                return block(x, attention_mask, cache=block_cache,
+                             cache_update_index=cache_update_index, training=training)
+
+            def skip(block_cache=block_cache):
+                return ops.zeros_like(x) if block_cache is None else (ops.zeros_like(x), block_cache)
+
+            result = ops.cond(ops.any(selected), run, skip)
+            y = result if cache is None else result[0]
+            if cache is not None:
+                new_caches.append(result[1])
+            output = ops.where(selected[:, None, None], y, output)
+        return output if cache is None else (output, ops.stack(new_caches, axis=1))

@@ -1,0 +1,3 @@
+"""NeMoT and its baselines as keras.Models."""
+
+from nemot.models.nemot import NeMoT, build_model, parameter_breakdown

@@ -1,0 +1,104 @@
+"""The combined NeMoT loss, thesis eqs. 3.16/3.17 (SPEC.md section 3).
+
+``L = w1 * L1(logits) + w2 * L2(logits) + w3 * L3(vanilla_logits)`` with
+w = (1, 0.2, 0.5) by default:
+
+- L1, the task loss, on ``task_targets`` (answer tokens and ``</s>`` from the
+  ``<sep>`` position, or the single ``(k)`` of label-mode multiple choice);
+- L2, language modelling, on ``lm_targets`` (next token over the example's
+  own input);
+- L3, the vanilla-set loss, on ``task_targets`` through the vanilla head.
+
+Each term is the summed cross-entropy over its target positions divided by
+its own count of target tokens over the **global** batch: under a
+``tf.distribute`` strategy the counts are all-reduced, so the loss and the
+(summed) gradients equal single-device training on the same global batch.
+Targets equal to ``nemot.vocab.IGNORE_ID`` do not count.
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from nemot import vocab
+
+TERMS = ("task", "lm", "vanilla")
+
+
+def masked_cross_entropy(targets, logits):
+    """Summed cross-entropy over non-ignored targets and their count (float32)."""
+    targets = ops.cast(targets, "int32")
+    valid = ops.not_equal(targets, vocab.IGNORE_ID)
+    safe_targets = ops.where(valid, targets, 0)
+    ce = keras.losses.sparse_categorical_crossentropy(
+        safe_targets, ops.cast(logits, "float32"), from_logits=True)
+    valid = ops.cast(valid, "float32")
+    return ops.sum(ce * valid), ops.sum(valid)
+
+
+def _replicas_in_sync():
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def global_sum(value):
+    """Sum ``value`` over all replicas when called inside a replica context."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+@dataclasses.dataclass(frozen=True)
+class NeMoTLoss:
+    """Weights of the three terms; a weight of 0 switches its term off.
+
+    Examples:
+        >>> NeMoTLoss()                              # general / fine-tuning: 1, 0.2, 0.5
+        >>> NeMoTLoss(lm_weight=0, vanilla_weight=0) # pre-training: L1 only
+        >>> NeMoTLoss(vanilla_weight=0)              # GPT-2 baseline: L1 + 0.2 L2
+    """
+
+    task_weight: float = 1.0
+    lm_weight: float = 0.2
+    vanilla_weight: float = 0.5
+
+    def terms(self, y, y_pred):
+        """Per-replica contributions ``{term: sum / global count}`` of the active terms."""
+        sources = {
+            "task": (self.task_weight, "task_targets", "logits"),
+            "lm": (self.lm_weight, "lm_targets", "logits"),
+            "vanilla": (self.vanilla_weight, "task_targets", "vanilla_logits"),
+        }
+        result = {}
+        for term, (weight, target_key, logit_key) in sources.items():
+            if not weight:
+                continue
+            if target_key not in y:
+                raise ValueError(f"loss term {term!r} needs targets {target_key!r}; "
+                                 f"got {sorted(y)}")
+            if logit_key not in y_pred:
+                raise ValueError(f"loss term {term!r} needs model output {logit_key!r} "
+                                 "(build the model with vanilla_head=True)")
+            total, count = masked_cross_entropy(y[target_key], y_pred[logit_key])
+            result[term] = (weight, total / ops.maximum(global_sum(count), 1.0))
+        return result
+
+    def __call__(self, y, y_pred, tracker=None):
+        """The weighted loss of this replica; per-term values go to ``tracker``'s metrics."""
+        terms = self.terms(y, y_pred)
+        if tracker is not None:
+            _track(tracker, {name: value for name, (_, value) in terms.items()})
+        return sum(weight * value for weight, value in terms.values())
+
+
+def _track(model, values):
+    """Update one ``Mean`` metric per loss term on ``model`` (``task_loss`` ...)."""
+    trackers = getattr(model, "_loss_term_trackers", None)
+    if trackers is None:
+        return
+    replicas = _replicas_in_sync()
+    for name, value in values.items():
+        # Each replica holds sum/global_count; the metric averages replicas.
+        trackers[name].update_state(value * replicas)
