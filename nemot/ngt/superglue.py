@@ -1,0 +1,371 @@
+"""SuperGLUE readers for NGT: official jsonl files to ``[CLS] A [SEP] B [SEP]`` rows.
+
+Notes section 2. Each task is one small declarative reader: a function from
+one jsonl record to the rows it yields. Multiple-choice tasks (COPA, MultiRC,
+ReCoRD) give one row per option with a 0/1 target; the rows of a question
+share a ``group`` and the highest-scoring row wins. ReCoRD rows keep their
+candidate string (``option``), so no word pieces are decoded back to text.
+A text that is a tuple of pieces is joined with real ``[SEP]`` ids (the
+original placed literal " [SEP] " in its strings).
+
+Files: ``<dir>/<Task>/{train,val}.jsonl`` as in the official SuperGLUE zip;
+:func:`hub_records` fetches the same records from the Hugging Face hub (needs
+the network and the ``datasets`` package; not tested offline).
+
+Example:
+>>> data = read_task("RTE", "SuperGLUE/RTE/val.jsonl")        # doctest: +SKIP
+>>> data.rows[0].text_a, data.rows[0].label                     # doctest: +SKIP
+(('Dana Reeve, the widow of ...',), 0)
+"""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+TASKS = ("BoolQ", "CB", "COPA", "MultiRC", "ReCoRD", "RTE", "WiC", "WSC")
+CB_LABELS = ("contradiction", "neutral", "entailment")  # the original's one-hot order
+
+
+class SuperGLUEFormatError(ValueError):
+    """A record that does not match the official SuperGLUE layout."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PairRow:
+    """One model input and its target.
+
+    Attributes:
+        text_a: pieces of segment A, joined by [SEP]; truncated from its end.
+        text_b: pieces of segment B, joined by [SEP]; never truncated.
+        label: the target: 0/1, or the class index (CB).
+        group: the question this row belongs to (rows of one group compete).
+        option: what this row scores: the choice index, answer idx or ReCoRD candidate.
+        answers: gold answer strings of the group (ReCoRD only).
+    """
+
+    text_a: tuple
+    text_b: tuple
+    label: int
+    group: str
+    option: str = ""
+    answers: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskData:
+    """The rows of one task split and where they came from."""
+
+    task: str
+    source: str
+    rows: list
+
+
+class _Record:
+    """A jsonl record with typed field access that names file, line and field on error."""
+
+    def __init__(self, data, source, line):
+        self.data, self.source, self.line = data, source, line
+
+    def error(self, field, expected, value):
+        return SuperGLUEFormatError(
+            f"{self.source}, line {self.line}, field {field!r}: expected {expected}, got {value!r}"
+        )
+
+    def get(self, field, kind, node=None, where=None):
+        """``field`` of the record (or of ``node``, a sub-object at path ``where``), checked against ``kind``."""
+        node = self.data if node is None else node
+        path = field if where is None else f"{where}.{field}"
+        if not isinstance(node, dict) or field not in node:
+            raise self.error(path, f"a {kind.__name__ if isinstance(kind, type) else kind}", "<missing>")
+        value = node[field]
+        if isinstance(kind, tuple):  # a set of allowed values
+            if value not in kind:
+                raise self.error(path, f"one of {list(kind)}", value)
+        elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.error(path, f"a {kind.__name__}", value)
+        return value
+
+
+def _boolq(r):
+    label = r.get("label", bool)
+    return [PairRow((r.get("passage", str),), (r.get("question", str),), int(label), str(r.get("idx", int)))]
+
+
+def _cb(r):
+    label = CB_LABELS.index(r.get("label", CB_LABELS))
+    return [PairRow((r.get("premise", str),), (r.get("hypothesis", str),), label, str(r.get("idx", int)))]
+
+
+def _rte(r):
+    label = int(r.get("label", ("entailment", "not_entailment")) == "entailment")
+    return [PairRow((r.get("premise", str),), (r.get("hypothesis", str),), label, str(r.get("idx", int)))]
+
+
+def _wic(r):
+    # Span offsets (start1, end1, ...) are ignored, as in the original.
+    text_a = (r.get("sentence1", str), r.get("sentence2", str))
+    return [PairRow(text_a, (r.get("word", str),), int(r.get("label", bool)), str(r.get("idx", int)))]
+
+
+def _wsc(r):
+    target = r.get("target", dict)
+    text_b = (r.get("span1_text", str, target, "target"), r.get("span2_text", str, target, "target"))
+    return [PairRow((r.get("text", str),), text_b, int(r.get("label", bool)), str(r.get("idx", int)))]
+
+
+def _copa(r):
+    premise, question = r.get("premise", str), r.get("question", ("cause", "effect"))
+    label, group = r.get("label", (0, 1)), str(r.get("idx", int))
+    return [
+        PairRow((premise,), (question, r.get(f"choice{j + 1}", str)), int(label == j), group, str(j))
+        for j in range(2)
+    ]
+
+
+def _multirc(r):
+    passage = r.get("passage", dict)
+    text = r.get("text", str, passage, "passage")
+    pidx = r.get("idx", int)
+    rows = []
+    for qi, q in enumerate(r.get("questions", list, passage, "passage")):
+        where = f"passage.questions[{qi}]"
+        question, group = r.get("question", str, q, where), f"{pidx}-{r.get('idx', int, q, where)}"
+        for ai, a in enumerate(r.get("answers", list, q, where)):
+            awhere = f"{where}.answers[{ai}]"
+            rows.append(
+                PairRow(
+                    (text,),
+                    (question, r.get("text", str, a, awhere)),
+                    r.get("label", (0, 1), a, awhere),
+                    group,
+                    str(r.get("idx", int, a, awhere)),
+                )
+            )
+    return rows
+
+
+def _record(r):
+    passage = r.get("passage", dict)
+    text = r.get("text", str, passage, "passage")
+    candidates = []
+    for ei, e in enumerate(r.get("entities", list, passage, "passage")):
+        where = f"passage.entities[{ei}]"
+        start, end = r.get("start", int, e, where), r.get("end", int, e, where)
+        if not 0 <= start <= end < len(text):
+            raise r.error(where, f"0 <= start <= end < {len(text)} (end is inclusive)", (start, end))
+        candidate = text[start : end + 1]
+        if candidate not in candidates:
+            candidates.append(candidate)
+    rows = []
+    for qi, qa in enumerate(r.get("qas", list)):
+        where = f"qas[{qi}]"
+        query, group = r.get("query", str, qa, where), str(r.get("idx", int, qa, where))
+        answers = tuple(
+            r.get("text", str, a, f"{where}.answers[{ai}]") for ai, a in enumerate(r.get("answers", list, qa, where))
+        )
+        if not answers:
+            raise r.error(f"{where}.answers", "at least one gold answer", [])
+        rows.extend(PairRow((text,), (query, c), int(c in answers), group, c, answers) for c in candidates)
+    return rows
+
+
+READERS = {
+    "BoolQ": _boolq,
+    "CB": _cb,
+    "COPA": _copa,
+    "MultiRC": _multirc,
+    "ReCoRD": _record,
+    "RTE": _rte,
+    "WiC": _wic,
+    "WSC": _wsc,
+}
+
+
+def _check_task(task):
+    if task not in READERS:
+        raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+
+
+def records_to_rows(task, records, source):
+    """Rows of ``task`` from an iterable of (line number, record dict)."""
+    _check_task(task)
+    rows = []
+    for line, record in records:
+        if not isinstance(record, dict):
+            raise SuperGLUEFormatError(f"{source}, line {line}: expected a JSON object, got {record!r:.60}")
+        rows.extend(READERS[task](_Record(record, source, line)))
+    if not rows:
+        raise SuperGLUEFormatError(f"{source}: no examples (expected at least one jsonl record)")
+    return TaskData(task, str(source), rows)
+
+
+def read_task(task, path):
+    """Read one official SuperGLUE jsonl file (train or val: labels are required)."""
+    path = Path(path)
+
+    def records():
+        with open(path, encoding="utf-8") as f:
+            for line, text in enumerate(f, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    yield line, json.loads(text)
+                except json.JSONDecodeError as e:
+                    raise SuperGLUEFormatError(f"{path}, line {line}: not valid JSON ({e.msg})") from None
+
+    return records_to_rows(task, records(), path)
+
+
+def task_path(data_dir, task, split):
+    """``<data_dir>/<Task>/<split>.jsonl``, the layout of the official zip."""
+    _check_task(task)
+    return Path(data_dir) / task / f"{split}.jsonl"
+
+
+# ---------------------------------------------------------------- hub (online)
+
+_HUB_CONFIG = {t: t.lower() for t in TASKS} | {"WSC": "wsc.fixed"}
+
+
+def hub_records(task, split):
+    """(index, record) pairs of ``task`` from the Hugging Face hub, in the official jsonl layout.
+
+    Needs the network and ``pip install datasets``; not exercised by the offline
+    tests. ``split`` is ``train`` or ``val``. The hub flattens MultiRC and
+    ReCoRD to one row per answer/query and stores labels as integers; this
+    rebuilds the official nesting so the readers above apply unchanged.
+    """
+    _check_task(task)
+    import datasets  # lazily: optional, online-only dependency
+
+    hub_split = {"val": "validation"}.get(split, split)
+    data = datasets.load_dataset("aps/super_glue", _HUB_CONFIG[task], split=hub_split)
+    if task == "MultiRC":
+        return enumerate(_hub_multirc(data), start=1)
+    if task == "ReCoRD":
+        return enumerate(_hub_record(data), start=1)
+    convert = {
+        "BoolQ": lambda x: {**x, "label": bool(x["label"])},
+        # Hub CB labels: 0 entailment, 1 contradiction, 2 neutral.
+        "CB": lambda x: {**x, "label": ("entailment", "contradiction", "neutral")[x["label"]]},
+        "RTE": lambda x: {**x, "label": ("entailment", "not_entailment")[x["label"]]},
+        "WiC": lambda x: {**x, "label": bool(x["label"])},
+        "WSC": lambda x: {
+            "text": x["text"],
+            "target": {"span1_text": x["span1_text"], "span2_text": x["span2_text"]},
+            "idx": x["idx"],
+            "label": bool(x["label"]),
+        },
+        "COPA": lambda x: x,
+    }[task]
+    return ((i, convert(dict(x))) for i, x in enumerate(data, start=1))
+
+
+def _hub_multirc(data):
+    passages = {}
+    for x in data:
+        p = passages.setdefault(x["idx"]["paragraph"], {"text": x["paragraph"], "questions": {}})
+        q = p["questions"].setdefault(x["idx"]["question"], {"question": x["question"], "answers": []})
+        q["answers"].append({"text": x["answer"], "idx": x["idx"]["answer"], "label": x["label"]})
+    for pidx, p in passages.items():
+        questions = [{**q, "idx": qidx} for qidx, q in p["questions"].items()]
+        yield {"idx": pidx, "passage": {"text": p["text"], "questions": questions}}
+
+
+def _hub_record(data):
+    passages = {}
+    for x in data:
+        spans = x["entity_spans"]
+        # Hub spans end exclusively; the official layout is inclusive.
+        entities = [{"start": s, "end": e - 1} for s, e in zip(spans["start"], spans["end"])]
+        p = passages.setdefault(x["idx"]["passage"], {"text": x["passage"], "entities": entities, "qas": []})
+        p["qas"].append({"query": x["query"], "idx": x["idx"]["query"], "answers": [{"text": a} for a in x["answers"]]})
+    for pidx, p in passages.items():
+        yield {"idx": pidx, "passage": {"text": p["text"], "entities": p["entities"]}, "qas": p["qas"]}
+
+
+def load_task(task, split, data_dir=None):
+    """``read_task`` on ``<data_dir>/<Task>/<split>.jsonl``; the hub when ``data_dir`` is None (online)."""
+    if data_dir is None:
+        return records_to_rows(task, hub_records(task, split), f"hub:super_glue/{task}/{split}")
+    return read_task(task, task_path(data_dir, task, split))
+
+
+# ------------------------------------------------------------------- encoding
+
+
+class PairEncoder:
+    """Packs rows into ``[CLS] A [SEP] B [SEP]`` of exactly ``sequence_length`` ids.
+
+    As the original's ``batch_encode_plus(truncation="only_first")``: only A is
+    cut, from its end; B is kept whole; segment ids are 0 for ``[CLS] A [SEP]``
+    and 1 for ``B [SEP]`` (a [SEP] inside B does not change them); padding with
+    ``[PAD]`` to the right. With ``num_aux_tokens`` the given auxiliary token
+    ids come first (the gating block's context) and the text gets that many
+    fewer positions.
+
+    Args:
+        tokenizer: a ``keras_hub.models.BertTokenizer`` (or anything with
+            ``__call__(list[str])`` giving ragged ids and ``token_to_id``).
+        sequence_length: total ids per row (paper: 512).
+        aux_token_ids: ids placed before [CLS]; empty by default (paper).
+
+    Example:
+    >>> encoder = PairEncoder(keras_hub.models.BertTokenizer(vocabulary="vocab.txt"), 16)  # doctest: +SKIP
+    >>> encoder.encode(rows)["token_ids"].shape                                          # doctest: +SKIP
+    (len(rows), 16)
+    """
+
+    def __init__(self, tokenizer, sequence_length=512, aux_token_ids=()):
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.aux_token_ids = tuple(aux_token_ids)
+        self.cls_id = tokenizer.token_to_id("[CLS]")
+        self.sep_id = tokenizer.token_to_id("[SEP]")
+        self.pad_id = tokenizer.token_to_id("[PAD]")
+        self._cache = {}
+
+    def prepare(self, rows):
+        """Tokenize every distinct string of ``rows`` (once; later calls reuse the cache)."""
+        texts = {p for row in rows for p in row.text_a + row.text_b}
+        new = sorted(t for t in texts if t not in self._cache)
+        if new:
+            ids_per_text = self.tokenizer(new)
+            # KerasHub gives a list of lists for a list input; a tf.RaggedTensor in a tf.data graph.
+            if hasattr(ids_per_text, "to_list"):
+                ids_per_text = ids_per_text.to_list()
+            for text, ids in zip(new, ids_per_text):
+                self._cache[text] = list(ids)
+        return self._cache
+
+    def _join(self, pieces, cache):
+        out = []
+        for i, piece in enumerate(pieces):
+            if i:
+                out.append(self.sep_id)
+            out.extend(cache[piece])
+        return out
+
+    def encode(self, rows):
+        """Numpy int32 arrays ``token_ids``, ``segment_ids``, ``padding_mask`` of [len(rows), sequence_length]."""
+        cache = self.prepare(rows)
+        n, length, a = len(rows), self.sequence_length, len(self.aux_token_ids)
+        token_ids = np.full((n, length), self.pad_id, np.int32)
+        segment_ids = np.zeros((n, length), np.int32)
+        padding_mask = np.zeros((n, length), np.int32)
+        for r, row in enumerate(rows):
+            ids_a, ids_b = self._join(row.text_a, cache), self._join(row.text_b, cache)
+            room = length - a - 3 - len(ids_b)
+            if room < 0:
+                raise ValueError(
+                    f"row {r} (group {row.group}): segment B has {len(ids_b)} word pieces, more than "
+                    f"the {length - a - 3} a sequence of {length} can hold (only A is truncated)"
+                )
+            ids_a = ids_a[:room]
+            ids = [*self.aux_token_ids, self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
+            token_ids[r, : len(ids)] = ids
+            segment_ids[r, a + len(ids_a) + 2 : len(ids)] = 1
+            padding_mask[r, : len(ids)] = 1
+        return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
