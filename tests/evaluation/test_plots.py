@@ -1,0 +1,85 @@
+"""Training curves and gate maps: the numbers behind the pictures, and valid PNG files."""
+
+import math
+
+import numpy as np
+import pytest
+
+from nemot.evaluation import plots
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_png(path):
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    assert len(data) > 10_000  # axes, curves and labels, not an empty canvas
+
+
+def write_log(path, rows, header="epoch,loss,val_loss,val_metric"):
+    path.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_best_epochs_club_and_spade():
+    epochs = [1, 2, 3, 4, 5]
+    val_loss = [2.0, 1.2, 1.2, 1.5, 1.9]
+    val_metric = [0.30, 0.35, 0.50, 0.62, 0.62]
+    # ties go to the earliest epoch
+    assert plots.best_epochs(epochs, val_loss, val_metric) == (2, 4)
+    assert plots.best_epochs(epochs, val_loss, val_metric, higher_is_better=False) == (2, 1)
+    # epochs without validation (NaN) are skipped
+    assert plots.best_epochs([1, 2, 3], [math.nan, 3.0, 2.0], [math.nan, 0.9, 0.1]) == (3, 2)
+    with pytest.raises(ValueError, match="'val_metric' has no value"):
+        plots.best_epochs([1, 2], [1.0, 2.0], [math.nan, math.nan])
+
+
+def test_read_training_log_and_errors(tmp_path):
+    log = plots.read_training_log(write_log(tmp_path / "ok.csv", ["1,3.0,,", "2,2.0,1.5,0.4"], "epoch,loss,val_loss,val_metric,lr"))
+    assert log["epoch"] == [1, 2] and log["loss"] == [3.0, 2.0]
+    assert math.isnan(log["val_loss"][0]) and log["val_metric"][1] == 0.4
+    with pytest.raises(ValueError, match=r"missing.csv:1: header lacks column\(s\) \['val_metric'\]"):
+        plots.read_training_log(write_log(tmp_path / "missing.csv", ["1,2,3"], "epoch,loss,val_loss"))
+    with pytest.raises(ValueError, match="bad.csv:3: column 'loss' is 'x1'"):
+        plots.read_training_log(write_log(tmp_path / "bad.csv", ["1,2,1,0.1", "2,x1,1,0.2"]))
+
+
+def test_plot_training_curves_writes_png_and_returns_epochs(tmp_path):
+    rows = [f"{e},{3 / e:.3f},{1 + 0.05 * (e - 3) ** 2:.3f},{0.4 + 0.02 * e - 0.001 * max(0, e - 8) ** 2:.4f}"
+            for e in range(1, 13)]
+    csv_path = write_log(tmp_path / "results.csv", rows)
+    out = tmp_path / "curves.png"
+    assert plots.plot_training_curves(csv_path, out, title="RACE", metric_name="accuracy") == (3, 12)
+    assert_png(out)
+
+
+def test_gate_map_means_per_position_and_group():
+    # batch 2, positions 3, d_model 4 split into 2 groups of 2 features
+    gates = np.array([
+        [[0.1, 0.3, 0.5, 0.7], [0.2, 0.2, 0.4, 0.4], [0.9, 0.9, 0.9, 0.9]],
+        [[0.3, 0.5, 0.7, 0.9], [0.0, 0.4, 0.0, 0.8], [0.1, 0.1, 0.1, 0.1]],
+    ])
+    np.testing.assert_allclose(plots.gate_map(gates, 2), [[0.3, 0.7], [0.2, 0.4], [0.5, 0.5]])
+    np.testing.assert_allclose(plots.gate_map(gates, 1), [[0.5], [0.3], [0.5]])
+    # with a mask the second example has only position 0: positions 1-2 use example 0 alone
+    mask = np.array([[True, True, True], [True, False, False]])
+    np.testing.assert_allclose(plots.gate_map(gates, 2, mask), [[0.3, 0.7], [0.2, 0.4], [0.9, 0.9]])
+    nobody = np.array([[True, False, True], [True, False, False]])
+    assert np.isnan(plots.gate_map(gates, 2, nobody)[1]).all()
+    with pytest.raises(ValueError, match="dividing d_model=4"):
+        plots.gate_map(gates, 3)
+
+
+def test_gate_maps_by_task_and_png(tmp_path):
+    rng = np.random.default_rng(0)
+    gates = {"<mqa>": rng.uniform(0.2, 0.4, (3, 12, 16)), "<gqa>": rng.uniform(0.6, 0.8, (2, 12, 16))}
+    masks = {"<mqa>": np.arange(12)[None, :] < np.array([[12], [8], [5]])}
+    out = tmp_path / "gates.png"
+    maps = plots.plot_gate_maps(gates, out, num_groups=4, masks=masks)
+    assert set(maps) == {"<mqa>", "<gqa>"} and maps["<gqa>"].shape == (12, 4)
+    expected = gates["<gqa>"].reshape(2, 12, 4, 4).mean(axis=(0, 3))
+    np.testing.assert_allclose(maps["<gqa>"], expected)
+    np.testing.assert_allclose(maps["<mqa>"][10], gates["<mqa>"][0, 10].reshape(4, 4).mean(-1))
+    assert_png(out)
+    with pytest.raises(ValueError, match=r"task\(s\) \['<lm>'\]"):
+        plots.gate_maps(gates, 4, masks={"<lm>": masks["<mqa>"]})
