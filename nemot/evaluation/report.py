@@ -27,7 +27,7 @@ Example:
 import json
 from pathlib import Path
 
-from nemot.evaluation import metrics, thesis_numbers
+from nemot.evaluation import metrics, plots, thesis_numbers
 
 DATASET_TITLES = {
     "squad_v2": "SQuADv2", "race": "RACE", "boolq": "BoolQ", "narrativeqa": "NarrativeQA",
@@ -152,7 +152,8 @@ def read_predictions(path):
     return records
 
 
-def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (this run)", epoch=None, table=None):
+def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (this run)", epoch=None, table=None,
+                 training_log=None):
     """Score ``records`` and write predictions JSONL, metrics JSON and a markdown table.
 
     Args:
@@ -161,9 +162,13 @@ def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (th
         metric: a name of ``nemot.evaluation.metrics.METRICS``.
         dataset, split: names used in file names and to find the thesis numbers.
         model_name, epoch, table: see :func:`results_table`.
+        training_log: optional training results CSV (see :mod:`plots`); when
+            given, ``<dataset>_<split>_curves.png`` is drawn beside the metrics,
+            linked from the markdown, and the ♣/♠ epochs go into the JSON.
 
     Returns:
-        ``{"predictions": path, "metrics": path, "report": path, "scores": {...}}``.
+        ``{"predictions": path, "metrics": path, "report": path, "scores": {...}}``
+        plus ``"curves": path`` with a training log.
 
     Example:
         ``write_report("runs/race", records, "accuracy", "race", "val", epoch=4)``
@@ -187,10 +192,17 @@ def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (th
         "num_questions": result["num_questions"], "scores": result["scores"],
         "display_scale": metrics.DISPLAY_SCALE[metric], "thesis": thesis,
     }
+    markdown = results_table(dataset, split, metric, result["scores"], model_name, epoch, table)
+    if training_log is not None:
+        paths["curves"] = out_dir / f"{prefix}_curves.png"
+        club, spade = plots.plot_training_curves(
+            training_log, paths["curves"], title=f"{model_name}: {dataset}", metric_name=f"validation {metric}"
+        )
+        summary["club_epoch"], summary["spade_epoch"] = club, spade
+        markdown += f"\n♣ lowest validation loss: epoch {club}; ♠ best validation {metric}: epoch {spade}.\n"
+        markdown += f"\n![training curves]({paths['curves'].name})\n"
     paths["metrics"].write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    paths["report"].write_text(
-        results_table(dataset, split, metric, result["scores"], model_name, epoch, table), encoding="utf-8"
-    )
+    paths["report"].write_text(markdown, encoding="utf-8")
     return dict(paths, scores=result["scores"])
 
 

@@ -106,3 +106,14 @@ def test_bad_records_name_the_record():
         report.evaluate_records([{"id": "a", "prediction": "", "golds": ""}, {"id": "b", "prediction": ""}], "f1")
     with pytest.raises(ValueError, match=r"records\[0\] \(id 'a'\): golds is an empty list"):
         report.evaluate_records([{"id": "a", "prediction": "x", "golds": []}], "f1")
+
+
+def test_write_report_with_training_log_draws_curves(tmp_path):
+    log = tmp_path / "results.csv"
+    log.write_text("epoch,loss,val_loss,val_metric\n1,2.0,1.5,0.3\n2,1.5,1.2,0.4\n3,1.0,1.4,0.5\n")
+    paths = report.write_report(tmp_path / "out", RACE_RECORDS, "accuracy", "race", "dev", training_log=log)
+    assert paths["curves"] == tmp_path / "out" / "race_dev_curves.png"
+    assert paths["curves"].read_bytes()[:4] == b"\x89PNG"
+    summary = json.loads(paths["metrics"].read_text())
+    assert (summary["club_epoch"], summary["spade_epoch"]) == (2, 3)
+    assert "![training curves](race_dev_curves.png)" in paths["report"].read_text()
