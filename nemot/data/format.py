@@ -19,7 +19,7 @@ position does not count:
 """
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from nemot import vocab
 
@@ -86,7 +86,6 @@ class QAExample:
     dataset: str = ""
     subset: str | None = None
     answer: str | None = None
-    meta: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         if self.task not in TASKS:
