@@ -1,0 +1,496 @@
+"""GPT-2 in NeMoT: initialising the vanilla set from GPT-2, exporting it back, and
+the GPT-2 baseline of the thesis (SPEC.md sections 2 and 5).
+
+Loading goes through KerasHub: ``keras_hub.models.GPT2Backbone.from_preset``
+reads a KerasHub preset name (``gpt2_base_en``, ``gpt2_medium_en``; online), a
+KerasHub preset directory, or a Hugging Face GPT-2 checkpoint directory
+(``config.json`` + ``model.safetensors``, offline) with KerasHub's own
+converter; the backbone's weights are then copied into the vanilla set, whose
+layout is the same (``nemot.layers.transformer`` names its sub-layers after
+KerasHub's ``TransformerDecoder``). Export builds a ``GPT2Backbone`` from the
+vanilla set and writes it with KerasHub's Hugging Face exporter.
+
+The vocabulary is resized to 50,313 rows (SPEC.md section 1): the
+checkpoint's 50,257 rows are copied and the new rows drawn from a truncated
+normal with standard deviation 0.02.
+
+Example:
+    >>> cfg = config_from_gpt2("gpt2_base_en", NeMoTConfig.preset("thesis"))
+    >>> model = nemot.build_model(cfg, gpt2="gpt2_base_en")
+    >>> export_vanilla_set(model, "exported_gpt2")      # a Hugging Face GPT-2 dir
+    >>> baseline = build_baseline("gpt2_medium", gpt2="gpt2_medium_en")
+"""
+
+import json
+import os
+from pathlib import Path
+
+import keras
+import numpy as np
+from keras import ops
+
+from nemot import vocab
+from nemot.config import NeMoTConfig
+from nemot.layers.sets import VanillaSet
+from nemot.training.losses import NeMoTLoss
+
+# Vanilla-set sizes of the GPT-2 models (NeMoTConfig fields, on top of the thesis preset).
+GPT2_SIZES = {
+    "gpt2_small": dict(d_model=768, num_heads=12, d_ff=3072, num_vanilla_layers=12),
+    "gpt2_medium": dict(d_model=1024, num_heads=16, d_ff=4096, num_vanilla_layers=24),
+}
+# Hugging Face activation names of GPT-2's tanh-approximated GELU.
+TANH_GELU_NAMES = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+CHECKED_FIELDS = ("d_model", "num_heads", "d_ff", "num_vanilla_layers",
+                  "max_position_embeddings", "layer_norm_epsilon")
+NEW_ROW_STDDEV = 0.02
+
+
+# ---------------------------------------------------------------- reading a checkpoint
+
+def _preset_loader(source):
+    """KerasHub's loader of ``source`` (reads config.json only) and the source as str."""
+    from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
+    from keras_hub.src.utils.preset_utils import get_preset_loader
+
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"gpt2={source!r}: expected a preset name or a directory path")
+    source = str(source)
+    is_dir = os.path.isdir(source)
+    if not is_dir and "://" not in source and source not in GPT2Backbone.presets:
+        raise ValueError(
+            f"gpt2={source!r}: not a directory, not a KerasHub GPT-2 preset name "
+            f"(one of {sorted(GPT2Backbone.presets)}) and not a kaggle:// or hf:// handle")
+    if is_dir and not os.path.isfile(os.path.join(source, "config.json")):
+        raise FileNotFoundError(f"{source}: no config.json; expected a Hugging Face GPT-2 "
+                                "checkpoint directory or a KerasHub preset directory")
+    loader = get_preset_loader(source)
+    backbone_class = loader.check_backbone_class()
+    if backbone_class is not GPT2Backbone:
+        found = loader.config.get("model_type", getattr(backbone_class, "__name__", backbone_class))
+        raise ValueError(f"{source}/config.json: model is {found!r}; expected GPT-2 "
+                         "(model_type 'gpt2' or a KerasHub GPT2Backbone preset)")
+    return loader, source
+
+
+def _hf_sizes(source, hf):
+    """Checks of the Hugging Face config fields KerasHub's converter assumes."""
+    from keras_hub.src.utils.transformers import convert_gpt2
+
+    config_file = os.path.join(source, "config.json")
+    n_embd = hf["n_embd"]
+    if hf.get("n_inner") not in (None, 4 * n_embd):
+        raise ValueError(f"{config_file}: field n_inner={hf['n_inner']}; expected null or "
+                         f"4 * n_embd = {4 * n_embd} (GPT-2's feed-forward width)")
+    activation = hf.get("activation_function", "gelu_new")
+    if activation not in TANH_GELU_NAMES:
+        raise ValueError(f"{config_file}: field activation_function={activation!r}; the "
+                         f"vanilla set uses GPT-2's tanh GELU, one of {TANH_GELU_NAMES}")
+    if os.path.isdir(source) and not any(
+            os.path.isfile(os.path.join(source, name))
+            for name in ("model.safetensors", "model.safetensors.index.json")):
+        raise FileNotFoundError(
+            f"{source}: no model.safetensors (or model.safetensors.index.json); only "
+            "safetensors weights are read (convert a pytorch_model.bin with safetensors)")
+    return convert_gpt2.convert_backbone_config(hf), hf.get("layer_norm_epsilon", 1e-5)
+
+
+def gpt2_sizes(source):
+    """The vanilla-set sizes of a GPT-2 checkpoint, read from its config.json only.
+
+    Args:
+        source: KerasHub preset name (``gpt2_base_en``, ``gpt2_medium_en``...),
+            KerasHub preset directory, or Hugging Face GPT-2 checkpoint directory.
+
+    Returns:
+        ``NeMoTConfig`` field values (``d_model``, ``num_heads``, ``d_ff``,
+        ``num_vanilla_layers``, ``max_position_embeddings``,
+        ``layer_norm_epsilon``) plus ``"vocab_size"``, the checkpoint's rows.
+
+    Example:
+        >>> gpt2_sizes("gpt2_medium_en")["d_model"]
+        1024
+    """
+    from keras_hub.src.utils.transformers.preset_loader import TransformersPresetLoader
+
+    loader, source = _preset_loader(source)
+    if isinstance(loader, TransformersPresetLoader):
+        kwargs, epsilon = _hf_sizes(source, loader.config)
+    else:
+        kwargs, epsilon = loader.config["config"], 1e-5  # GPT2Backbone's fixed epsilon
+    return {
+        "d_model": kwargs["hidden_dim"], "num_heads": kwargs["num_heads"],
+        "d_ff": kwargs["intermediate_dim"], "num_vanilla_layers": kwargs["num_layers"],
+        "max_position_embeddings": kwargs["max_sequence_length"],
+        "layer_norm_epsilon": float(epsilon), "vocab_size": kwargs["vocabulary_size"],
+    }
+
+
+def config_from_gpt2(source, base_config=None):
+    """``base_config`` with the vanilla-set sizes of a GPT-2 checkpoint.
+
+    The text length is capped at the checkpoint's position table. The other
+    sets share ``d_model``, ``num_heads`` and ``d_ff`` with the vanilla set.
+
+    Args:
+        source: as in ``gpt2_sizes``.
+        base_config: a ``NeMoTConfig`` (default: the thesis preset).
+
+    Example:
+        >>> cfg = config_from_gpt2("path/to/hf_gpt2", NeMoTConfig.preset("tiny"))
+        >>> model = nemot.build_model(cfg, gpt2="path/to/hf_gpt2")
+    """
+    base = base_config if base_config is not None else NeMoTConfig.preset("thesis")
+    sizes = gpt2_sizes(source)
+    sizes.pop("vocab_size")
+    return base.replace(max_text_length=min(base.max_text_length,
+                                            sizes["max_position_embeddings"]), **sizes)
+
+
+def check_sizes(config, sizes, source):
+    """A clear error when the vanilla set cannot hold the checkpoint's weights."""
+    for field in CHECKED_FIELDS:
+        if sizes[field] != getattr(config, field):
+            raise ValueError(
+                f"GPT-2 checkpoint {source}: {field} is {sizes[field]} in the checkpoint but "
+                f"{getattr(config, field)} in the model config; build the config with "
+                "nemot.models.gpt2.config_from_gpt2(source, base_config)")
+    if sizes["vocab_size"] > config.vocab_size:
+        raise ValueError(f"GPT-2 checkpoint {source}: vocab_size is {sizes['vocab_size']} in "
+                         f"the checkpoint but {config.vocab_size} in the model config")
+    check_gpt2_layout(config, f"GPT-2 checkpoint {source}")
+
+
+def check_gpt2_layout(config, what):
+    """A clear error when the vanilla set lacks a GPT-2 weight (``what`` starts the message)."""
+    if config.position_encoding != "learned":
+        raise ValueError(f"{what}: position_encoding is {config.position_encoding!r} in the "
+                         "model config; GPT-2's wpe needs 'learned'")
+    if config.compat_values_use_key_weights:
+        raise ValueError(f"{what}: the model config has compat_values_use_key_weights=True, "
+                         "so the vanilla set has no W_V for GPT-2's value weights")
+    if config.vocab_size < vocab.GPT2_VOCAB_SIZE:
+        raise ValueError(f"{what}: vocab_size is {config.vocab_size} in the model config; "
+                         f"GPT-2 needs at least {vocab.GPT2_VOCAB_SIZE} rows")
+
+
+# ---------------------------------------------------------------- weight mapping
+
+def _paired_weights(backbone, vanilla_set):
+    """(GPT2Backbone variable, vanilla-set variable) pairs, all but the word embedding."""
+    pairs = [(backbone.position_embedding.position_embeddings,
+              vanilla_set.position_embedding.embeddings)]
+    sublayers = [(backbone.layer_norm, vanilla_set.layer_norm)]
+    for hub, ours in zip(backbone.transformer_layers, vanilla_set.transformer_layers,
+                         strict=True):
+        hub_attention, attention = hub._self_attention_layer, ours.self_attention
+        sublayers += [
+            (hub._self_attention_layer_norm, ours.self_attention_layer_norm),
+            (hub_attention.query_dense, attention.query_dense),
+            (hub_attention.key_dense, attention.key_dense),
+            (hub_attention.value_dense, attention.value_dense),
+            (hub_attention.output_dense, attention.output_dense),
+            (hub._feedforward_layer_norm, ours.feedforward_layer_norm),
+            (hub._feedforward_intermediate_dense, ours.feedforward_intermediate_dense),
+            (hub._feedforward_output_dense, ours.feedforward_output_dense),
+        ]
+    for hub, ours in sublayers:
+        names = ("gamma", "beta") if isinstance(ours, keras.layers.LayerNormalization) \
+            else ("kernel", "bias")
+        pairs += [(getattr(hub, name), getattr(ours, name)) for name in names]
+    return pairs
+
+
+def _copy(source_variable, target_variable):
+    value = ops.convert_to_numpy(source_variable)
+    if tuple(value.shape) != tuple(target_variable.shape):
+        raise ValueError(f"weight {target_variable.path}: shape {tuple(value.shape)} in the "
+                         f"source, {tuple(target_variable.shape)} in the target")
+    target_variable.assign(value)
+
+
+def load_gpt2_backbone(source):
+    """KerasHub's ``GPT2Backbone`` with the checkpoint's weights (any supported source)."""
+    from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
+
+    _, source = _preset_loader(source)
+    return GPT2Backbone.from_preset(source)
+
+
+def load_vanilla_set(model, source, seed=None):
+    """Initialise ``model.vanilla_set`` from GPT-2 weights (SPEC.md section 2, item 1).
+
+    Works for any model with ``config`` and ``vanilla_set`` (NeMoT, the GPT-2
+    baseline). The checkpoint's word-embedding rows are copied; the rows it
+    lacks (the 56 added tokens) are drawn from a truncated normal, stddev 0.02.
+
+    Args:
+        model: a built model.
+        source: KerasHub preset name or directory, or Hugging Face GPT-2
+            checkpoint directory.
+        seed: seed of the new embedding rows.
+
+    Returns:
+        ``model``.
+
+    Example:
+        >>> model = NeMoT(cfg); model.build(); load_vanilla_set(model, "gpt2_base_en")
+    """
+    sizes = gpt2_sizes(source)
+    check_sizes(model.config, sizes, source)
+    backbone = load_gpt2_backbone(source)
+    vanilla_set = model.vanilla_set
+    for hub_variable, variable in _paired_weights(backbone, vanilla_set):
+        _copy(hub_variable, variable)
+    embeddings = vanilla_set.token_embedding.embeddings
+    new_rows = keras.initializers.TruncatedNormal(stddev=NEW_ROW_STDDEV, seed=seed)(
+        (embeddings.shape[0], embeddings.shape[1]), dtype=embeddings.dtype)
+    table = np.array(ops.convert_to_numpy(new_rows))
+    gpt2_rows = ops.convert_to_numpy(backbone.token_embedding.embeddings)
+    table[: gpt2_rows.shape[0]] = gpt2_rows
+    embeddings.assign(table)
+    return model
+
+
+def export_vanilla_set(model, out_dir):
+    """Write ``model.vanilla_set`` as a Hugging Face GPT-2 checkpoint directory.
+
+    ``config.json`` + ``model.safetensors`` (``GPT2LMHeadModel`` key names,
+    head tied to ``wte``), vocabulary rows 0..50256 only: the added tokens
+    are NeMoT's own. Loadable by ``load_vanilla_set``, KerasHub and
+    ``transformers``.
+
+    Args:
+        model: a model with ``config`` and ``vanilla_set``.
+        out_dir: directory to write (created if missing).
+
+    Returns:
+        ``out_dir`` as a ``Path``.
+    """
+    from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
+
+    cfg = model.config
+    check_gpt2_layout(cfg, f"export of the vanilla set to {out_dir}")
+    backbone = GPT2Backbone(
+        vocabulary_size=vocab.GPT2_VOCAB_SIZE, num_layers=cfg.num_vanilla_layers,
+        num_heads=cfg.num_heads, hidden_dim=cfg.d_model, intermediate_dim=cfg.d_ff,
+        dropout=cfg.dropout, max_sequence_length=cfg.max_position_embeddings)
+    for hub_variable, variable in _paired_weights(backbone, model.vanilla_set):
+        _copy(variable, hub_variable)
+    rows = ops.convert_to_numpy(model.vanilla_set.token_embedding.embeddings)
+    backbone.token_embedding.embeddings.assign(rows[: vocab.GPT2_VOCAB_SIZE])
+    out_dir = Path(out_dir)
+    backbone.export_to_transformers(str(out_dir))
+    # KerasHub writes a fixed epsilon and no architecture; state ours.
+    config_file = out_dir / "config.json"
+    hf_config = json.loads(config_file.read_text())
+    hf_config.update(layer_norm_epsilon=cfg.layer_norm_epsilon,
+                     architectures=["GPT2LMHeadModel"], n_ctx=cfg.max_position_embeddings)
+    config_file.write_text(json.dumps(hf_config, indent=2))
+    return out_dir
+
+
+# ---------------------------------------------------------------- the GPT-2 baseline
+
+class CombinedLossMixin:
+    """``compile``/``compute_loss`` with a ``NeMoTLoss`` and one metric per loss term.
+
+    A model sets ``loss_terms`` (the terms it can produce) and
+    ``default_loss``, and calls ``_init_loss_terms()`` in ``__init__``.
+    """
+
+    loss_terms = ("task", "lm", "vanilla")
+    default_loss = NeMoTLoss()
+
+    def _init_loss_terms(self):
+        self.nemot_loss = None
+        self._loss_term_trackers = {
+            term: keras.metrics.Mean(name=f"{term}_loss") for term in self.loss_terms
+        }
+
+    def compile(self, optimizer="adam", loss=None, **kwargs):
+        """``loss`` is a ``nemot.training.NeMoTLoss`` (default: ``default_loss``)."""
+        self.nemot_loss = loss if loss is not None else self.default_loss
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if self.nemot_loss is None:
+            raise ValueError("compile the model first: model.compile(optimizer, "
+                             "loss=nemot.training.NeMoTLoss(...))")
+        total = self.nemot_loss(y, y_pred, tracker=self)
+        if self.losses:
+            from keras.src.losses.loss import scale_loss_for_distribution
+
+            total = total + scale_loss_for_distribution(ops.sum(self.losses))
+        return total
+
+
+def _as_config(config):
+    return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class GPT2Baseline(CombinedLossMixin, keras.Model):
+    """The GPT-2 baseline of the thesis (SPEC.md section 5): GPT-2 plus a new head.
+
+    Takes the same input as NeMoT, ``{"token_ids": int [batch, 3 + n]}``; the
+    auxiliary tokens (mode and task included) are dropped and the last n
+    positions run through GPT-2 (the vanilla set, causal, padding masked)
+    and a new randomly initialised ``Dense(vocab_size)`` head. Returns
+    ``{"logits": [batch, n, vocab]}``. Default loss: ``L1 + 0.2 L2``, no
+    vanilla-set term.
+
+    Args:
+        config: a ``NeMoTConfig`` (or its dict); only the vanilla-set fields,
+            ``vocab_size``, ``num_aux_tokens``, ``max_text_length`` and
+            ``kernel_l2`` are used.
+
+    Example:
+        >>> model = build_baseline("tiny")
+        >>> model({"token_ids": ids})["logits"].shape   # (batch, n, 50313)
+        >>> model.compile(keras.optimizers.Adam(1e-5)); model.fit(dataset)
+    """
+
+    loss_terms = ("task", "lm")
+    default_loss = NeMoTLoss(vanilla_weight=0)
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.config = _as_config(config)
+        cfg = self.config
+        regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
+        self.vanilla_set = VanillaSet(cfg, name="vanilla_set")
+        self.head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
+                                       name="head")
+        self._init_loss_terms()
+
+    def build(self, input_shape=None):
+        self.vanilla_set.build(None)
+        self.head.build((None, None, self.config.d_model))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        token_ids = ops.cast(inputs["token_ids"], "int32")
+        text_ids = token_ids[:, self.config.num_aux_tokens:]
+        return {"logits": self.head(self.vanilla_set(text_ids, training=training))}
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def baseline_config(name="gpt2_medium"):
+    """Baseline config by name: ``gpt2_medium`` (default), ``gpt2_small``, or a NeMoT preset."""
+    if name in GPT2_SIZES:
+        return NeMoTConfig.preset("thesis").replace(**GPT2_SIZES[name])
+    if name in ("thesis", "small", "tiny"):
+        return NeMoTConfig.preset(name)
+    raise ValueError(f"unknown baseline preset {name!r}; expected one of "
+                     f"{sorted(GPT2_SIZES) + ['small', 'thesis', 'tiny']}")
+
+
+def build_baseline(config_or_preset=None, gpt2=None, seed=None):
+    """Build a ``GPT2Baseline`` whose weights exist.
+
+    Args:
+        config_or_preset: a ``NeMoTConfig`` (or dict) or a preset name for
+            ``baseline_config``. ``None``: the checkpoint's sizes on the thesis
+            preset when ``gpt2`` is given, else GPT-2 Medium sizes.
+        gpt2: optional GPT-2 weights (as in ``load_vanilla_set``); a size
+            mismatch with an explicit config is an error.
+        seed: seed of the new embedding rows.
+
+    Example:
+        >>> build_baseline(gpt2="gpt2_medium_en")       # the thesis baseline (online)
+        >>> build_baseline(gpt2="/data/gpt2-medium")   # a downloaded HF checkpoint
+    """
+    if config_or_preset is None:
+        config = config_from_gpt2(gpt2) if gpt2 is not None else baseline_config()
+    elif isinstance(config_or_preset, str):
+        config = baseline_config(config_or_preset)
+    else:
+        config = _as_config(config_or_preset)
+    model = GPT2Baseline(config)
+    model.build()
+    if gpt2 is not None:
+        load_vanilla_set(model, gpt2, seed=seed)
+    return model
+
+
+def baseline_parameter_breakdown(model):
+    """Parameters of the baseline: ``vanilla_set``, ``head`` and ``total``."""
+    parts = {name: int(sum(np.prod(w.shape) for w in getattr(model, name).weights))
+             for name in ("vanilla_set", "head")}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+MODEL_NAMES = ("nemot", "gpt2_baseline")
+
+
+def build(model_name, config, gpt2=None):
+    """Model factory of the trainer and CLI: ``"nemot"`` or ``"gpt2_baseline"``.
+
+    Example:
+        >>> model = build("gpt2_baseline", NeMoTConfig.preset("tiny"))
+    """
+    if model_name == "nemot":
+        from nemot.models.nemot import build_model
+
+        return build_model(config, gpt2=gpt2)
+    if model_name == "gpt2_baseline":
+        return build_baseline(config, gpt2=gpt2)
+    raise ValueError(f"model name {model_name!r}: expected one of {MODEL_NAMES}")
+
+
+def greedy_decode(model, token_ids, max_new_tokens, stop_id=vocab.END_ID):
+    """Greedy decoding by full recomputation (no cache), for any NeMoT-shaped model.
+
+    Each step runs the model on the whole right-padded buffer and appends the
+    argmax at every unfinished example's first pad position; causality makes
+    the padding after it irrelevant.
+
+    Args:
+        model: returns ``{"logits": [batch, n, vocab]}`` for ``{"token_ids"}``.
+        token_ids: int [batch, 3 + p] prompts (auxiliary tokens first), right-
+            padded with ``<pad>``.
+        max_new_tokens: tokens to generate at most per example.
+        stop_id: generation of an example ends after this token (``</s>``).
+
+    Returns:
+        list of generated id lists (``stop_id`` included when produced).
+
+    Example:
+        >>> greedy_decode(model, [[CLS_ID, DEC_ID, GQA_ID, P1_ID, 464, SEP_ID]], 20)
+    """
+    num_aux = model.config.num_aux_tokens
+    prompts = np.asarray(token_ids, dtype="int32")
+    is_pad = prompts == vocab.PAD_ID
+    lengths = np.argmax(np.concatenate([is_pad, np.ones_like(is_pad[:, :1])], 1), axis=1)
+    for row, length in enumerate(lengths):
+        if is_pad[row, length:].sum() != prompts.shape[1] - length:
+            raise ValueError(f"token_ids row {row}: <pad> before a non-pad token; prompts "
+                             "must be right-padded")
+        if length <= num_aux:
+            raise ValueError(f"token_ids row {row}: no text after the {num_aux} "
+                             "auxiliary tokens")
+    width = min(prompts.shape[1] + max_new_tokens, num_aux + model.config.max_text_length)
+    buffer = np.full((prompts.shape[0], width), vocab.PAD_ID, dtype="int32")
+    buffer[:, : min(prompts.shape[1], width)] = prompts[:, :width]
+    generated = [[] for _ in lengths]
+    active = lengths < width
+    for _ in range(max_new_tokens):
+        if not active.any():
+            break
+        logits = model({"token_ids": buffer}, training=False)["logits"]
+        last = ops.convert_to_numpy(logits)[np.arange(len(lengths)), lengths - 1 - num_aux]
+        for row in np.flatnonzero(active):
+            token = int(np.argmax(last[row]))
+            buffer[row, lengths[row]] = token
+            generated[row].append(token)
+            lengths[row] += 1
+            active[row] = token != stop_id and lengths[row] < width
+    return generated
