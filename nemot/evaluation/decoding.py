@@ -1,0 +1,343 @@
+"""Decoding (SPEC.md section 6): cached generation, label-mode and scored multiple choice.
+
+Three ways to turn a NeMoT into answers:
+
+- :class:`Generator` / :func:`generate`: token by token until ``</s>`` or a
+  length limit, batched, with key/value caches in all three sets
+  (``NeMoT.init_cache`` / ``NeMoT.call_with_cache``; ``<dec>`` mode only). The
+  loop is KerasHub's: a ``keras_hub.samplers`` sampler (greedy by default, the
+  thesis behaviour; ``"top_k"``, ``"top_p"``, ``"random"``, ``"beam"``, ... also
+  work) runs ``ops.while_loop`` inside one compiled ``tf.function``.
+- :func:`predict_labels`: multiple choice in label mode as in the thesis, the
+  argmax over the whole vocabulary at the ``<sep>`` position (one generated
+  token, compared with the gold ``(k)``).
+- :func:`score_options`: multiple choice by likelihood, an alternative. Each
+  option is appended as the answer of the generate-mode format
+  (``... <sep> option text </s>``) and scored by the log-probability of those
+  answer tokens (``</s>`` included); the highest score wins. ``reduction="mean"``
+  (default) averages over the answer tokens, so long options are not penalised
+  for their length; ``"sum"`` is the plain sequence log-likelihood.
+
+Right-padded prompts of different lengths are handled the KerasHub way: the
+loop starts after the shortest prompt and at every position still inside a
+longer prompt that example keeps its own prompt token. So each example gets
+exactly the tokens it would get alone.
+
+Example:
+
+>>> model = nemot.build_model(nemot.NeMoTConfig.preset("tiny"))
+>>> prompts = [[CLS_ID, DEC_ID, GQA_ID, Q_ID, 464, SEP_ID]]     # aux tokens + prompt
+>>> generate(model, prompts, max_new_tokens=8)                 # doctest: +SKIP
+[[...]]                                                        # generated ids, no </s>
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+from keras import ops
+
+from nemot import vocab
+from nemot.data.format import Formatter, truncate
+
+REDUCTIONS = ("mean", "sum")
+# Samplers whose ``next`` needs hidden states, which NeMoT's cached call does not return.
+_UNSUPPORTED_SAMPLERS = ("ContrastiveSampler",)
+
+
+def get_sampler(sampler=None):
+    """A ``keras_hub.samplers.Sampler``: ``None`` is greedy; names go to ``keras_hub.samplers.get``.
+
+    >>> type(get_sampler("top_k")).__name__
+    'TopKSampler'
+    """
+    import keras_hub
+
+    if sampler is None:
+        return keras_hub.samplers.GreedySampler()
+    if isinstance(sampler, str):
+        sampler = keras_hub.samplers.get(sampler)
+    if not isinstance(sampler, keras_hub.samplers.Sampler):
+        raise TypeError(f"sampler must be a keras_hub.samplers.Sampler or its name, "
+                        f"got {type(sampler).__name__}")
+    if type(sampler).__name__ in _UNSUPPORTED_SAMPLERS:
+        raise ValueError(f"{type(sampler).__name__} needs hidden states from the model, which "
+                         "NeMoT's cached call does not return; use greedy, top_k, top_p, "
+                         "random or beam")
+    return sampler
+
+
+def check_prompts(model, prompts, need_room=1):
+    """Check aux tokens and lengths of ``prompts`` (lists of aux + text ids) for ``model``.
+
+    Raises a ``ValueError`` naming the prompt index for a mode other than
+    ``<dec>`` (the caches implement the decoder mask only), a task token without
+    an output block, an empty text, or a text leaving fewer than ``need_room``
+    positions of ``config.max_text_length``.
+    """
+    cfg = model.config
+    a = cfg.num_aux_tokens
+    known = set(cfg.task_token_ids)
+    prompts = [list(map(int, p)) for p in prompts]
+    if not prompts:
+        raise ValueError("no prompts given")
+    for i, prompt in enumerate(prompts):
+        text_length = len(prompt) - a
+        if text_length < 1:
+            raise ValueError(f"prompt {i}: expected {a} auxiliary tokens and at least one text "
+                             f"token, got {len(prompt)} ids")
+        if prompt[1] != vocab.DEC_ID:
+            raise ValueError(f"prompt {i}: mode token {prompt[1]} at auxiliary position 1; "
+                             f"decoding needs <dec> ({vocab.DEC_ID})")
+        if prompt[2] not in known:
+            raise ValueError(f"prompt {i}: task token {prompt[2]} at auxiliary position 2 has no "
+                             f"output block; this model's blocks are {list(cfg.output_blocks)}")
+        if text_length + need_room > cfg.max_text_length:
+            raise ValueError(f"prompt {i}: {text_length} text tokens leave no room for "
+                             f"{need_room} more within max_text_length={cfg.max_text_length}")
+    return prompts
+
+
+def pad_prompts(prompts, num_aux, width=None, pad_id=vocab.PAD_ID):
+    """``(aux_ids [B, a], text_ids [B, width], lengths [B])`` of right-padded prompts."""
+    lengths = np.array([len(p) - num_aux for p in prompts], dtype=np.int32)
+    width = int(lengths.max()) if width is None else width
+    aux = np.array([p[:num_aux] for p in prompts], dtype=np.int32)
+    text = np.full((len(prompts), width), pad_id, dtype=np.int32)
+    for row, prompt in enumerate(prompts):
+        text[row, :lengths[row]] = prompt[num_aux:]
+    return aux, text, lengths
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """Generated ids of one prompt: ``ids`` without the stop token; ``stopped`` if one came."""
+
+    ids: list
+    stopped: bool
+
+
+class Generator:
+    """Batched, cached generation for one NeMoT; the decode loop is compiled once per shape.
+
+    The cache text length is ``prompt width + max_new_tokens``, capped by
+    ``config.max_text_length`` (an example whose prompt is longer than the
+    batch's shortest cannot get more than the cap allows). Prompt widths are
+    rounded up to a multiple of ``pad_to_multiple_of`` so batches of similar
+    lengths share one compiled function.
+
+    Args:
+        model: a NeMoT (``call_with_cache`` and ``init_cache``).
+        sampler: a ``keras_hub.samplers`` sampler or its name; ``None`` = greedy.
+        stop_token_ids: generation of an example ends at the first of these
+            (default ``</s>``); ``()`` never stops early.
+        jit_compile: XLA-compile the loop (TensorFlow backend); ``None`` = yes.
+        pad_to_multiple_of: rounding of the prompt width.
+
+    Example:
+        >>> generator = Generator(model)
+        >>> [g.ids for g in generator(prompts, max_new_tokens=16)]   # doctest: +SKIP
+    """
+
+    def __init__(self, model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_compile=None,
+                 pad_to_multiple_of=8):
+        self.model = model
+        self.sampler = get_sampler(sampler)
+        self.stop_token_ids = tuple(int(t) for t in stop_token_ids)
+        self.pad_to_multiple_of = int(pad_to_multiple_of)
+        self.jit_compile = True if jit_compile is None else bool(jit_compile)
+        self._compiled = None
+
+    def generate_step(self, aux_ids, token_ids, prompt_mask, prefill_width):
+        """The loop on tensors: ``token_ids`` [B, L] holds the prompts (``prompt_mask``
+        True there) and comes back with every other position generated.
+        ``prefill_width`` (a Python int) text positions are run in one prefill call."""
+        model = self.model
+        cache = model.init_cache(ops.shape(token_ids)[0], ops.shape(token_ids)[1])
+        _, cache = model.call_with_cache(aux_ids, token_ids[:, :prefill_width], cache, 0,
+                                         prompt_mask)
+        # The auxiliary ids travel in the loop state so that samplers that
+        # reshape the batch (beam search repeats every example) keep them aligned.
+        cache = dict(cache, aux_ids=aux_ids)
+        index = ops.min(ops.sum(ops.cast(prompt_mask, "int32"), axis=-1))
+
+        def next(prompt, cache, index):
+            # Run the token at index - 1 (already decided) to predict index.
+            cache_update_index = index - 1
+            token = ops.slice(prompt, [0, cache_update_index], [ops.shape(prompt)[0], 1])
+            sets = {k: v for k, v in cache.items() if k != "aux_ids"}
+            written = ops.ones(ops.shape(prompt), "bool")
+            logits, sets = model.call_with_cache(cache["aux_ids"], token, sets,
+                                                 cache_update_index, written)
+            return ops.squeeze(logits, axis=1), None, dict(sets, aux_ids=cache["aux_ids"])
+
+        return self.sampler(next=next, prompt=token_ids, cache=cache, index=index,
+                            mask=prompt_mask, stop_token_ids=self.stop_token_ids or None,
+                            model=model)
+
+    def _function(self):
+        if self._compiled is None:
+            if keras.config.backend() == "tensorflow":
+                import tensorflow as tf
+
+                self._compiled = tf.function(self.generate_step, jit_compile=self.jit_compile)
+            else:  # other backends run the same loop eagerly
+                self._compiled = self.generate_step
+        return self._compiled
+
+    def shapes(self, lengths, max_new_tokens):
+        """``(prefill width, cache text length)`` for prompts of text ``lengths``."""
+        limit = self.model.config.max_text_length
+        m = self.pad_to_multiple_of
+        width = min(-(-int(max(lengths)) // m) * m, limit - 1)
+        return width, min(width + max_new_tokens, limit)
+
+    def __call__(self, prompts, max_new_tokens=32):
+        """:class:`Generation` of each prompt (aux + text ids, e.g. ``FormattedExample.prompt_ids``)."""
+        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+        prompts = check_prompts(self.model, prompts)
+        a = self.model.config.num_aux_tokens
+        lengths = [len(p) - a for p in prompts]
+        width, length = self.shapes(lengths, max_new_tokens)
+        aux, text, lengths = pad_prompts(prompts, a, width=length)
+        prompt_mask = np.arange(length)[None] < lengths[:, None]
+        tokens = self._function()(aux, text, prompt_mask, width)
+        tokens = np.asarray(ops.convert_to_numpy(tokens))
+        results = []
+        for row, n in enumerate(lengths):
+            ids = tokens[row, n:min(n + max_new_tokens, length)].tolist()
+            stops = [k for k, t in enumerate(ids) if t in self.stop_token_ids]
+            results.append(Generation(ids[:stops[0]] if stops else ids, bool(stops)))
+        return results
+
+
+def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, **kwargs):
+    """Generated ids (lists, stop token excluded) of every prompt; see :class:`Generator`.
+
+    Args:
+        model: a NeMoT.
+        prompts: lists of aux + text ids (``FormattedExample.prompt_ids``).
+        max_new_tokens: most tokens generated per prompt.
+        sampler: ``keras_hub.samplers`` sampler or name; ``None`` = greedy.
+        batch_size: prompts per compiled call (default all at once).
+        **kwargs: more :class:`Generator` arguments.
+    """
+    generator = Generator(model, sampler=sampler, **kwargs)
+    return [g.ids for g in _batched(generator, list(prompts), batch_size, max_new_tokens)]
+
+
+def _batched(generator, prompts, batch_size, max_new_tokens):
+    size = batch_size or len(prompts)
+    out = []
+    for first in range(0, len(prompts), size):
+        out += generator(prompts[first:first + size], max_new_tokens)
+    return out
+
+
+# ---- multiple choice ------------------------------------------------------------------
+
+def _logits(model, token_ids):
+    return model({"token_ids": token_ids}, training=False)["logits"]
+
+
+def next_token_logits(model, prompts):
+    """Main-head logits [B, vocab] at each prompt's last text position (one forward pass)."""
+    prompts = check_prompts(model, prompts, need_room=0)
+    a = model.config.num_aux_tokens
+    aux, text, lengths = pad_prompts(prompts, a)
+    logits = _logits(model, np.concatenate([aux, text], axis=1))
+    last = ops.convert_to_tensor((lengths - 1)[:, None, None])
+    return ops.take_along_axis(ops.cast(logits, "float32"), last, axis=1)[:, 0]
+
+
+def predict_labels(model, prompts, batch_size=8):
+    """Label mode (thesis): the argmax token over the whole vocabulary at ``<sep>``, per prompt.
+
+    ``prompts`` end with ``<sep>`` (``FormattedExample.prompt_ids`` in label mode).
+    Returns a list of token ids; compare ``tokenizer.decode([id])`` with the gold ``(k)``.
+    """
+    prompts = list(prompts)
+    ids = []
+    for first in range(0, len(prompts), batch_size):
+        logits = next_token_logits(model, prompts[first:first + batch_size])
+        ids += np.asarray(ops.convert_to_numpy(ops.argmax(logits, axis=-1))).tolist()
+    return ids
+
+
+def answer_log_probs(model, sequences, answer_lengths):
+    """Log-probability of the last ``answer_lengths[i]`` text tokens of each sequence.
+
+    Args:
+        model: a NeMoT.
+        sequences: lists of aux + text ids.
+        answer_lengths: how many trailing text tokens are the answer.
+
+    Returns:
+        A list of float32 arrays, one log-probability per answer token.
+    """
+    sequences = check_prompts(model, sequences, need_room=0)
+    a = model.config.num_aux_tokens
+    aux, text, lengths = pad_prompts(sequences, a)
+    logits = ops.cast(_logits(model, np.concatenate([aux, text], axis=1)), "float32")
+    # logits[:, t] predicts text token t + 1.
+    targets = ops.convert_to_tensor(np.concatenate(
+        [text[:, 1:], np.zeros((len(text), 1), np.int32)], axis=1)[..., None])
+    picked = ops.take_along_axis(logits, targets, axis=-1)[..., 0]
+    log_probs = np.asarray(ops.convert_to_numpy(picked - ops.logsumexp(logits, axis=-1)))
+    out = []
+    for row, (n, k) in enumerate(zip(lengths, answer_lengths)):
+        if not 0 < k < n:
+            raise ValueError(f"sequence {row}: answer length {k} must be in 1..{n - 1}")
+        out.append(log_probs[row, n - 1 - k:n - 1])
+    return out
+
+
+def score_options(model, formatter, examples, reduction="mean", batch_size=8):
+    """Score every option of each multiple-choice example as an appended answer.
+
+    Each option ``k`` is appended in the generate-mode layout
+    (``<p1> ... (1) ... <sep> option_k </s>``, aux tokens of ``formatter``) and
+    scored by its answer tokens' log-probabilities, averaged (``"mean"``,
+    default) or summed (``"sum"``). A sequence longer than
+    ``formatter.max_text_length`` is cut like training examples (first token
+    plus the last ones, so the passage loses its start).
+
+    Args:
+        model: a NeMoT.
+        formatter: a :class:`nemot.data.Formatter` (its mode, task token and length are used).
+        examples: :class:`nemot.data.QAExample` with ``options``.
+        reduction: ``"mean"`` or ``"sum"``.
+        batch_size: sequences per forward pass.
+
+    Returns:
+        A list (per example) of lists of option scores; the prediction is the argmax.
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    answers = Formatter(formatter.tokenizer, formatter.max_text_length, formatter.mode,
+                        formatter.task_token, mqa_mode="generate")
+    texts, owners = [], []
+    for i, example in enumerate(examples):
+        if not example.options:
+            raise ValueError(f"example {example.id!r}: no options to score")
+        texts.append(answers.prompt_text(example))
+        for k in range(len(example.options)):
+            texts.append(answers.answer_text(dataclasses.replace(example, label=k)))
+            owners.append(i)
+    encoded = iter(formatter.tokenizer.encode_batch(texts))
+    sequences, answer_lengths = [], []
+    for example in examples:
+        prompt_ids = next(encoded)
+        for _ in example.options:
+            answer_ids = next(encoded)
+            (text_ids,) = truncate(prompt_ids + answer_ids, formatter.max_text_length)
+            sequences.append(answers.aux_ids(example) + text_ids)
+            answer_lengths.append(len(answer_ids))
+    scores = [[] for _ in examples]
+    for first in range(0, len(sequences), batch_size):
+        chunk = slice(first, first + batch_size)
+        for owner, values in zip(owners[chunk], answer_log_probs(model, sequences[chunk],
+                                                                 answer_lengths[chunk])):
+            scores[owner].append(float(values.mean() if reduction == "mean" else values.sum()))
+    return scores
