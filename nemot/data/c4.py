@@ -1,0 +1,359 @@
+"""The C4 pre-training stream as plain numpy (SPEC.md §4); :func:`nemot.data.pipelines.c4_dataset`
+wraps it in ``tf.data``.
+
+The stream is a pure function of ``(seed, position)``, built in this order:
+
+1. **Epochs.** Epoch ``e`` visits every file once, in the order of
+   ``default_rng([seed, e]).permutation`` (thesis: random without replacement) or in
+   directory order (``file_order="directory"``, the original code).
+2. **Groups.** The epoch's files are taken ``cycle_length`` at a time; the files of a
+   group are interleaved one window at a time (round robin, like
+   ``tf.data.Dataset.interleave(block_length=1)``).
+3. **Windows.** Each document is tokenised whole and cut into non-overlapping windows
+   of ``n`` inputs ``ids[s:s+n]`` with targets ``ids[s+1:s+n+1]``; the last window of a
+   document is right-padded with ``<pad>`` and ignored targets. A window is kept only
+   if it has a target. With ``pack=True`` the documents of a chunk of
+   :data:`CHUNK_DOCS` documents are concatenated before cutting (no padding except at
+   the chunk end); the target of each document's last token is ignored, since it would
+   be the next document's first token.
+4. **Shuffle.** A seeded shuffle buffer (``default_rng([seed, e, g])``) runs over each
+   group's windows and is drained at the group's end, so every group starts from an
+   empty buffer.
+
+**Resuming** at window ``p`` therefore needs only each file's window count: whole
+groups before ``p`` are skipped without reading them, and only the group holding
+``p`` is read again from its start. The counts are recorded in a small JSON index
+(:class:`WindowIndex`) whenever a file has been read completely; a pre-tokenised
+shard's count comes from its document offsets alone, a raw file missing from the
+index is tokenised once to count it.
+
+Example:
+    >>> kind, files = list_files("c4/en", "train")        # doctest: +SKIP
+    >>> rows = window_stream(kind, files, n=768, seed=0)  # doctest: +SKIP
+    >>> token_ids, task_targets = next(rows)              # [3 + n], [n]
+"""
+
+import gzip
+import hashlib
+import itertools
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from nemot import vocab
+from nemot.data.format import DataError
+
+logger = logging.getLogger(__name__)
+
+# Documents tokenised (raw) or sliced (shards) at once; packing never crosses a chunk.
+CHUNK_DOCS = 1024
+AUX_IDS = np.array([vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm")], np.int32)
+RAW, SHARDS = "raw", "shards"
+FILE_ORDERS = ("random", "directory")
+# Malformed lines named in the end-of-epoch report; the count covers all of them.
+MAX_REPORTED_LINES = 20
+
+
+# ---------------------------------------------------------------- files
+
+def list_files(data_dir, split="train"):
+    """``(kind, files)`` of a C4 directory: raw ``*.json.gz`` (HF ``c4/en`` layout) or the
+    ``*.npz`` shards of ``python -m data_prep c4``, sorted by name.
+
+    ``split="train"`` takes every file without ``validation`` in its name,
+    ``split="validation"`` only those with it.
+    """
+    if split not in ("train", "validation"):
+        raise ValueError(f"split must be 'train' or 'validation', got {split!r}")
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise FileNotFoundError(f"C4 directory {data_dir} does not exist")
+    keep = (lambda p: "validation" not in p.name) if split == "train" else (
+        lambda p: "validation" in p.name)
+    raw = sorted(p for p in data_dir.glob("*.json.gz") if keep(p))
+    shards = sorted(p for p in data_dir.glob("*.npz") if keep(p) and not p.name.endswith(".tmp.npz"))
+    if raw and shards:
+        raise DataError(data_dir, f"split {split!r}", "files",
+                        "either raw *.json.gz files or data_prep *.npz shards, not both",
+                        got=f"{len(raw)} .json.gz and {len(shards)} .npz")
+    if not raw and not shards:
+        raise DataError(data_dir, f"split {split!r}", "files",
+                        "C4 *.json.gz files (HF c4/en layout) or *.npz shards from "
+                        "`python -m data_prep c4`", got="none")
+    return (RAW, raw) if raw else (SHARDS, shards)
+
+
+class Problems:
+    """Malformed lines met in one epoch: counted, and logged at the epoch's end."""
+
+    def __init__(self, strict):
+        self.strict = strict
+        self.lines = []
+
+    def add(self, path, line_no, line):
+        error = DataError(path, line_no, "text", "a JSON object with a string field 'text'",
+                          got=line[:60])
+        if self.strict:
+            raise error
+        self.lines.append(str(error))
+
+    def report(self, epoch):
+        if self.lines:
+            shown = "\n  ".join(self.lines[:MAX_REPORTED_LINES])
+            more = len(self.lines) - MAX_REPORTED_LINES
+            logger.warning("C4 epoch %d: skipped %d malformed line(s):\n  %s%s", epoch,
+                           len(self.lines), shown, f"\n  ... and {more} more" if more > 0 else "")
+        count = len(self.lines)
+        self.lines = []
+        return count
+
+
+def _raw_texts(path, problems):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            try:
+                text = json.loads(line)["text"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                problems.add(path, line_no, line)
+                continue
+            if not isinstance(text, str):
+                problems.add(path, line_no, line)
+                continue
+            yield text
+
+
+def _flat(docs):
+    offsets = np.zeros(len(docs) + 1, np.int64)
+    offsets[1:] = np.cumsum([len(d) for d in docs])
+    ids = np.fromiter(itertools.chain.from_iterable(docs), np.int32, count=int(offsets[-1]))
+    return ids, offsets
+
+
+def raw_chunks(path, tokenizer, problems):
+    """``(ids, offsets)`` of each chunk of :data:`CHUNK_DOCS` documents of a ``.json.gz`` file."""
+    texts = _raw_texts(path, problems)
+    while batch := list(itertools.islice(texts, CHUNK_DOCS)):
+        yield _flat(tokenizer.encode_batch(batch))
+
+
+def shard_chunks(path):
+    """``(ids, offsets)`` of each chunk of :data:`CHUNK_DOCS` documents of a data_prep shard."""
+    with np.load(path) as z:
+        ids, offsets = z["ids"], z["offsets"]
+    for d in range(0, len(offsets) - 1, CHUNK_DOCS):
+        part = offsets[d:d + CHUNK_DOCS + 1]
+        yield ids[part[0]:part[-1]], part - part[0]
+
+
+def shard_offsets(path):
+    """Document offsets of a shard, without reading its token ids."""
+    with np.load(path) as z:
+        return z["offsets"]
+
+
+# ---------------------------------------------------------------- windows
+
+def windows(offsets, n, pack=False):
+    """``(starts, lengths)`` of the windows of a chunk with document ``offsets``.
+
+    Window ``w`` has inputs ``ids[starts[w]:starts[w] + lengths[w]]``; only windows
+    with at least one target are returned.
+    """
+    offsets = np.asarray(offsets, np.int64)
+    if pack:
+        total = int(offsets[-1])
+        starts = np.arange(0, total, n, dtype=np.int64)
+        lengths = np.minimum(n, total - starts)
+        # A target at p counts unless p + 1 starts a document or is the end.
+        boundaries = np.unique(offsets[1:])
+        ignored = (np.searchsorted(boundaries, starts + lengths, "right")
+                   - np.searchsorted(boundaries, starts, "right"))
+        keep = lengths > ignored
+        return starts[keep], lengths[keep]
+    doc_lengths = np.diff(offsets)
+    counts = np.where(doc_lengths >= 2, (doc_lengths - 2) // n + 1, 0)
+    first = np.cumsum(counts) - counts
+    index_in_doc = np.arange(int(counts.sum())) - np.repeat(first, counts)
+    starts = np.repeat(offsets[:-1], counts) + n * index_in_doc
+    lengths = np.minimum(n, np.repeat(offsets[1:], counts) - starts)
+    return starts, lengths
+
+
+def materialize(ids, offsets, starts, lengths, n):
+    """Rows ``token_ids [w, 3 + n]`` (``[<cls>, <dec>, <lm>]`` + inputs, ``<pad>``-padded) and
+    ``task_targets [w, n]`` (next token; ignored past a document's end and at padding)."""
+    ids = np.asarray(ids, np.int32)
+    total = len(ids)
+    positions = starts[:, None] + np.arange(n)
+    inside = np.arange(n) < lengths[:, None]
+    token_ids = np.empty((len(starts), 3 + n), np.int32)
+    token_ids[:, :3] = AUX_IDS
+    token_ids[:, 3:] = np.where(inside, ids[np.minimum(positions, total - 1)], vocab.PAD_ID)
+    following = positions + 1
+    k = np.minimum(np.searchsorted(offsets, following), len(offsets) - 1)
+    counts = inside & (offsets[k] != following)
+    targets = np.where(counts, ids[np.minimum(following, total - 1)], vocab.IGNORE_ID)
+    return token_ids, targets.astype(np.int32)
+
+
+# ---------------------------------------------------------------- window counts
+
+class WindowIndex:
+    """Recorded window count of each file, so that resuming skips files unread.
+
+    A JSON file ``{key: count}``; the key holds the file's name, size and mtime, the
+    window length, packing and the tokenizer, so a changed file or setting is counted
+    again. ``path=None`` keeps the counts in memory only.
+
+    Example:
+        >>> index = WindowIndex("/tmp/c4-windows.json", n=768, pack=False)   # doctest: +SKIP
+        >>> index.count(Path("c4-train.00000-of-01024.npz"), SHARDS)         # doctest: +SKIP
+    """
+
+    def __init__(self, path, n, pack, tokenizer=None):
+        self.path = Path(path) if path is not None else None
+        self.settings = f"n={n}|pack={bool(pack)}"
+        if tokenizer is not None:
+            self.settings += f"|tok={tokenizer.engine}:{tokenizer.files[0]}:{tokenizer.files[1]}"
+        self.n, self.pack, self.tokenizer = n, pack, tokenizer
+        self.counts = {}
+        if self.path is not None and self.path.is_file():
+            try:
+                self.counts = json.loads(self.path.read_text())
+            except json.JSONDecodeError as err:
+                raise DataError(self.path, err.lineno, "counts",
+                                "a JSON object of window counts (delete the file to rebuild it)",
+                                ) from err
+
+    def key(self, path):
+        stat = Path(path).stat()
+        return f"{Path(path).resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{self.settings}"
+
+    def record(self, path, count):
+        key = self.key(path)
+        if self.counts.get(key) == count:
+            return
+        self.counts[key] = count
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self.counts, indent=0))
+            os.replace(tmp, self.path)
+
+    def count(self, path, kind, problems):
+        """Windows of ``path``: recorded, from a shard's offsets, or by tokenising a raw file."""
+        key = self.key(path)
+        if key not in self.counts:
+            if kind == SHARDS:
+                offsets = shard_offsets(path)
+                chunks = (offsets[d:d + CHUNK_DOCS + 1] - offsets[d]
+                          for d in range(0, len(offsets) - 1, CHUNK_DOCS))
+            else:
+                logger.info("counting the windows of %s to resume (tokenising it once)", path)
+                chunks = (o for _, o in raw_chunks(path, self.tokenizer, problems))
+            self.record(path, sum(len(windows(o, self.n, self.pack)[0]) for o in chunks))
+        return self.counts[key]
+
+
+def default_index_path(data_dir):
+    """``$NEMOT_CACHE`` (default ``~/.cache/nemot``) ``/c4-windows/<hash of data_dir>.json``."""
+    cache = Path(os.environ.get("NEMOT_CACHE", "~/.cache/nemot")).expanduser()
+    digest = hashlib.sha1(str(Path(data_dir).resolve()).encode()).hexdigest()[:16]
+    return cache / "c4-windows" / f"{digest}.json"
+
+
+# ---------------------------------------------------------------- the stream
+
+def _file_rows(path, kind, n, pack, tokenizer, problems, index):
+    chunks = shard_chunks(path) if kind == SHARDS else raw_chunks(path, tokenizer, problems)
+    count = 0
+    for ids, offsets in chunks:
+        starts, lengths = windows(offsets, n, pack)
+        token_ids, targets = materialize(ids, offsets, starts, lengths, n)
+        count += len(starts)
+        yield from zip(token_ids, targets)
+    index.record(path, count)
+
+
+def _interleave(iterators):
+    """Round robin, one item at a time; exhausted iterators drop out."""
+    active = list(iterators)
+    while active:
+        for it in list(active):
+            item = next(it, None)
+            if item is None:
+                active.remove(it)
+            else:
+                yield item
+
+
+def shuffled(items, buffer_size, rng):
+    """``tf.data``'s shuffle-buffer semantics with a numpy generator; drains at the end."""
+    if buffer_size <= 1:
+        yield from items
+        return
+    buffer, draws = [], iter(())
+    for item in items:
+        if len(buffer) < buffer_size:
+            buffer.append(item)
+            continue
+        j = next(draws, None)
+        if j is None:
+            draws = iter(rng.integers(buffer_size, size=4096).tolist())
+            j = next(draws)
+        yield buffer[j]
+        buffer[j] = item
+    for j in rng.permutation(len(buffer)):
+        yield buffer[j]
+
+
+def file_order(files, seed, epoch, order):
+    """The files of ``epoch``: seeded random order without replacement, or directory order."""
+    if order == "directory":
+        return list(files)
+    return [files[i] for i in np.random.default_rng([seed, epoch]).permutation(len(files))]
+
+
+def window_stream(kind, files, *, n, seed=0, start=0, pack=False, strict=False, order="random",
+                  cycle_length=4, shuffle_buffer=8192, tokenizer=None, index=None, repeat=True):
+    """Rows ``(token_ids [3 + n], task_targets [n])`` of the stream from window ``start`` on.
+
+    See the module docstring for the order. ``index`` is a :class:`WindowIndex`
+    (default: in memory). Raises :class:`DataError` on a malformed line when ``strict``;
+    otherwise malformed lines are skipped and reported at each epoch's end.
+    """
+    if order not in FILE_ORDERS:
+        raise ValueError(f"file_order must be one of {FILE_ORDERS}, got {order!r}")
+    if kind == RAW and tokenizer is None:
+        raise ValueError("raw C4 files need a tokenizer")
+    index = index or WindowIndex(None, n, pack, tokenizer if kind == RAW else None)
+    skip = int(start)
+    for epoch in itertools.count():
+        problems = Problems(strict)
+        epoch_windows = 0
+        files_e = file_order(files, seed, epoch, order)
+        for g in range(0, len(files_e), cycle_length):
+            group = files_e[g:g + cycle_length]
+            if skip:
+                # Lines of skipped files were reported by the run that read them.
+                total = sum(index.count(f, kind, Problems(strict)) for f in group)
+                epoch_windows += total
+                if skip >= total:
+                    skip -= total
+                    continue
+            rows = _interleave(_file_rows(f, kind, n, pack, tokenizer, problems, index)
+                               for f in group)
+            rows = shuffled(rows, shuffle_buffer, np.random.default_rng([seed, epoch, g]))
+            for row in itertools.islice(rows, skip, None):
+                epoch_windows += 1
+                yield row
+            skip = 0
+        problems.report(epoch)
+        if epoch_windows == 0:
+            raise DataError(files[0].parent, None, "text",
+                            "at least one document of two or more tokens", got="none")
+        if not repeat:
+            return

@@ -1,0 +1,440 @@
+"""tf.data pipelines: the C4 pre-training stream and QA training (SPEC.md §4-5).
+
+Every training dataset yields batches ``(x, y)`` with static shapes (XLA)::
+
+    x = {"token_ids": int32 [B, 3 + n]}          # [<cls>, <mode>, <task>] + text, <pad>-padded
+    y = {"task_targets": int32 [B, n],           # L1 and L3; IGNORE_ID (-1) where ignored
+         "lm_targets": int32 [B, n]}             # L2; all ignored for C4 (pre-training is L1)
+
+The order of examples is computed in numpy and is a pure function of
+``(seed, position)``, so ``start_batch=k`` resumes exactly at global batch ``k``
+(C4: see :mod:`nemot.data.c4`; QA: epoch ``e`` is ``default_rng([seed, e]).permutation``).
+``tf.data`` adds static shapes and prefetching.
+
+Distribution: ``batch_size`` is always the **global** batch size. With an
+``input_context`` (from :func:`distribute`) each input pipeline reads the same global
+stream and keeps its own contiguous slice of every global batch, cut into per-replica
+batches; replica ``r`` of step ``s`` therefore sees rows ``[r*b, (r+1)*b)`` of global
+batch ``s``: no example is duplicated or dropped, and the union over replicas is the
+single-device batch. (Every worker reads the whole stream: cheap from pre-tokenised
+shards, which is what multi-worker runs should use.)
+
+Finite datasets (``repeat=False``, validation) pad the last global batch with rows of
+``<pad>`` whose targets are all ignored, so no example is dropped and shapes stay static.
+
+Example:
+    >>> ds = qa_dataset("race", "train", data_dir="RACE", batch_size=32)   # doctest: +SKIP
+    >>> x, y = next(iter(ds))
+    >>> x["token_ids"].shape, y["task_targets"].shape
+    (TensorShape([32, 771]), TensorShape([32, 768]))
+"""
+
+import itertools
+import logging
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+import data_prep
+from nemot import vocab
+from nemot.data import c4, registry
+from nemot.data.format import MAX_TEXT_LENGTH, DataError, FormattedExample, Formatter
+from nemot.data.registry import SEED_DATASETS
+from nemot.data.tokenizer import Tokenizer
+
+logger = logging.getLogger(__name__)
+
+NUM_AUX = 3
+# Pool draws are made in blocks of this many positions, so resuming recounts cheaply.
+POOL_BLOCK = 65536
+_POOL_TAG = 7919  # keeps the pool's dataset draws apart from the per-dataset permutations
+
+
+# ---------------------------------------------------------------- batching and distribution
+
+def _replica_share(batch_size, input_context):
+    """``(per_replica_batch, first_row, rows)``: this input pipeline's slice of a global batch."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if input_context is None:
+        return batch_size, 0, batch_size
+    replicas, pipelines = input_context.num_replicas_in_sync, input_context.num_input_pipelines
+    if batch_size % replicas or replicas % pipelines:
+        raise ValueError(f"global batch size {batch_size} must divide evenly over "
+                         f"{replicas} replicas in {pipelines} input pipelines")
+    rows = batch_size // pipelines
+    return batch_size // replicas, input_context.input_pipeline_id * rows, rows
+
+
+def _pad_row(like):
+    token_ids, _, _ = like
+    pad = np.full_like(token_ids, vocab.PAD_ID)
+    pad[:NUM_AUX] = token_ids[:NUM_AUX]  # a valid mode and task token for the model
+    ignored = np.full(len(token_ids) - NUM_AUX, vocab.IGNORE_ID, np.int32)
+    return pad, ignored, ignored
+
+
+def batches(rows, batch_size, input_context=None):
+    """Per-replica batches ``(x, y)`` of numpy arrays from rows ``(token_ids, task, lm)``.
+
+    Takes ``batch_size`` (global) rows at a time, keeps this pipeline's slice and
+    splits it into per-replica batches. A short last global batch is padded with
+    ignored rows.
+    """
+    per_replica, first, share = _replica_share(batch_size, input_context)
+    rows = iter(rows)
+    while block := list(itertools.islice(rows, batch_size)):
+        block += [_pad_row(block[-1])] * (batch_size - len(block))
+        mine = block[first:first + share]
+        for r in range(0, share, per_replica):
+            token_ids, task, lm = (np.stack(column) for column in zip(*mine[r:r + per_replica]))
+            yield {"token_ids": token_ids}, {"task_targets": task, "lm_targets": lm}
+
+
+def _to_dataset(make_batches, batch_size, max_text_length, input_context):
+    per_replica = _replica_share(batch_size, input_context)[0]
+    spec = lambda width: tf.TensorSpec([per_replica, width], tf.int32)  # noqa: E731
+    ds = tf.data.Dataset.from_generator(
+        make_batches, output_signature=(
+            {"token_ids": spec(NUM_AUX + max_text_length)},
+            {"task_targets": spec(max_text_length), "lm_targets": spec(max_text_length)}))
+    if input_context is not None:
+        # Sharding is done above, by rows of each global batch.
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        ds = ds.with_options(options)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def distribute(strategy, dataset_fn, global_batch_size):
+    """A distributed dataset: ``dataset_fn(batch_size=global_batch_size, input_context=ctx)``
+    on every worker through ``strategy.distribute_datasets_from_function``.
+
+    Args:
+        strategy: a ``tf.distribute`` strategy (``MirroredStrategy``,
+            ``MultiWorkerMirroredStrategy``, ...).
+        dataset_fn: e.g. ``functools.partial(c4_dataset, "c4/en", seed=1)``.
+        global_batch_size: examples per step over all replicas.
+
+    Example:
+        >>> strategy = tf.distribute.MirroredStrategy()                      # doctest: +SKIP
+        >>> ds = distribute(strategy, partial(pool_dataset, data_dir="data"), 32)  # doctest: +SKIP
+    """
+    replicas = strategy.num_replicas_in_sync
+    if global_batch_size % replicas:
+        raise ValueError(f"global batch size {global_batch_size} is not divisible by the "
+                         f"{replicas} replicas of {type(strategy).__name__}")
+    return strategy.distribute_datasets_from_function(
+        lambda ctx: dataset_fn(batch_size=global_batch_size, input_context=ctx))
+
+
+# ---------------------------------------------------------------- C4
+
+def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0, start_batch=0,
+               pack=False, strict=False, file_order="random", shuffle_buffer=8192, tokenizer=None,
+               split="train", input_context=None, cycle_length=4, window_index="default"):
+    """The C4 pre-training stream (SPEC.md §4): every row ``[<cls>, <dec>, <lm>]`` + a window.
+
+    Args:
+        data_dir: raw HF ``c4/en`` files (``*.json.gz``) or ``python -m data_prep c4`` shards.
+        batch_size: global batch size.
+        max_text_length: window length n.
+        seed: file order and shuffle seed.
+        start_batch: resume at this global batch (exactly the uninterrupted stream's batches).
+        pack: concatenate documents (within chunks of :data:`nemot.data.c4.CHUNK_DOCS`)
+            before cutting, to save padding.
+        strict: raise :class:`DataError` (file, line) on a malformed line instead of
+            skipping and reporting it at the epoch's end.
+        file_order: ``"random"`` (seeded, without replacement; thesis) or ``"directory"``
+            (original code).
+        shuffle_buffer: windows in the shuffle buffer.
+        tokenizer: for raw files (default: the offline GPT-2 :class:`Tokenizer`).
+        split: ``"train"`` (infinite) or ``"validation"`` (one pass, in directory order,
+            not shuffled, last batch padded).
+        input_context: a ``tf.distribute.InputContext`` (see :func:`distribute`).
+        cycle_length: files interleaved at a time.
+        window_index: JSON file of recorded window counts for resuming; ``"default"``
+            is :func:`nemot.data.c4.default_index_path`, None keeps them in memory.
+
+    ``task_targets`` are next-token targets; ``lm_targets`` are all ignored.
+    """
+    kind, files = c4.list_files(data_dir, split)
+    if kind == c4.RAW and tokenizer is None:
+        tokenizer = Tokenizer()
+    if window_index == "default":
+        window_index = c4.default_index_path(data_dir)
+    index = c4.WindowIndex(window_index, max_text_length, pack,
+                           tokenizer if kind == c4.RAW else None)
+    training = split == "train"
+    ignored = np.full(max_text_length, vocab.IGNORE_ID, np.int32)
+
+    def make_batches():
+        rows = c4.window_stream(
+            kind, files, n=max_text_length, seed=seed, start=start_batch * batch_size,
+            pack=pack, strict=strict, order=file_order if training else "directory",
+            cycle_length=cycle_length if training else 1,
+            shuffle_buffer=shuffle_buffer if training else 0, tokenizer=tokenizer,
+            index=index, repeat=training)
+        return batches(((x, t, ignored) for x, t in rows), batch_size, input_context)
+
+    return _to_dataset(make_batches, batch_size, max_text_length, input_context)
+
+
+# ---------------------------------------------------------------- QA sources
+
+def qa_shard_paths(directory, name, split):
+    """QA shards ``{name}-{split}-*-of-*.npz`` of ``python -m data_prep qa`` in ``directory``."""
+    return sorted(Path(directory).glob(f"{name}-{split}-[0-9]*-of-[0-9]*.npz"))
+
+
+def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
+    """FormattedExamples of QA shards; ``mode``/``task_token`` replace the stored aux tokens."""
+    aux = {1: vocab.ADDED_TOKEN_IDS[f"<{mode}>"]}
+    if task_token is not None:
+        aux[2] = vocab.task_token_id(task_token)
+    names = {v: k for k, v in vocab.ADDED_TOKEN_IDS.items()}
+    examples = []
+    for path in paths:
+        for i, ex in enumerate(data_prep.read_qa_shard(path)):
+            token_ids = ex["token_ids"].tolist()
+            if len(token_ids) - NUM_AUX > max_text_length:
+                raise DataError(path, f"example {i} ({ex['id']})", "token_ids",
+                                f"at most {max_text_length} text tokens (re-run data_prep with "
+                                f"--max-text-length {max_text_length})",
+                                got=f"{len(token_ids) - NUM_AUX} tokens")
+            for position, token in aux.items():
+                token_ids[position] = token
+            examples.append(FormattedExample(
+                id=ex["id"], dataset=name, subset=None, task=names[token_ids[2]][1:-1],
+                text=tokenizer.decode(token_ids[NUM_AUX:]) if tokenizer else "",
+                token_ids=token_ids, task_targets=ex["task_targets"].tolist(),
+                lm_targets=ex["lm_targets"].tolist(), prompt_ids=ex["prompt_ids"].tolist(),
+                golds=ex["golds"], label=ex["label"]))
+    return examples
+
+
+def load_formatted(name, split, *, data_dir, max_text_length=MAX_TEXT_LENGTH, task_token=None,
+                   mode="dec", mqa_mode="label", tokenizer=None, expand=None, decode=False):
+    """FormattedExamples of one dataset split from QA shards, raw files or the hub.
+
+    ``data_dir`` holding ``data_prep`` QA shards for ``name``/``split`` reads them (their
+    ``mqa_mode`` and length were fixed when prepared); otherwise the raw files are read
+    through the registry; ``data_dir=None`` loads from the hub (needs the network).
+    ``decode`` fills ``text`` of shard examples (for evaluation reports).
+    """
+    if data_dir is not None:
+        if not Path(data_dir).is_dir():
+            raise FileNotFoundError(f"{name}: data directory {data_dir} does not exist")
+        paths = qa_shard_paths(data_dir, name, split)
+        if paths:
+            return _from_shards(paths, name, mode, task_token, max_text_length,
+                                (tokenizer or Tokenizer()) if decode else None)
+    formatter = Formatter(tokenizer or Tokenizer(), max_text_length=max_text_length, mode=mode,
+                          task_token=task_token, mqa_mode=mqa_mode)
+    examples = registry.load_examples(name, split, data_dir, expand=expand)
+    if not examples:
+        raise DataError(data_dir, f"split {split!r}", name, "at least one example", got="none")
+    return formatter.format_batch(examples)
+
+
+def pad_examples(examples, max_text_length):
+    """``(token_ids [N, 3 + n], task_targets [N, n], lm_targets [N, n])`` padded arrays."""
+    if not examples:
+        raise ValueError("no examples to batch")
+    n = max_text_length
+    token_ids = np.full((len(examples), NUM_AUX + n), vocab.PAD_ID, np.int32)
+    task = np.full((len(examples), n), vocab.IGNORE_ID, np.int32)
+    lm = np.full((len(examples), n), vocab.IGNORE_ID, np.int32)
+    for i, ex in enumerate(examples):
+        length = len(ex.token_ids) - NUM_AUX
+        if length > n or len(ex.task_targets) != length or len(ex.lm_targets) != length:
+            raise DataError(ex.dataset or "examples", f"example {ex.id}", "token_ids",
+                            f"at most {n} text tokens and targets of the text length",
+                            got=f"{length} tokens, {len(ex.task_targets)}/{len(ex.lm_targets)} "
+                                "targets")
+        token_ids[i, :NUM_AUX + length] = ex.token_ids
+        task[i, :length] = ex.task_targets
+        lm[i, :length] = ex.lm_targets
+    return token_ids, task, lm
+
+
+def epoch_indices(size, seed_key, start=0, shuffle=True, repeat=True):
+    """Example indices from position ``start``: epoch ``e`` is
+    ``default_rng([*seed_key, e]).permutation(size)`` (or ``range(size)``)."""
+    epoch, i = divmod(int(start), size)
+    while repeat or epoch == 0:
+        order = (np.random.default_rng([*seed_key, epoch]).permutation(size) if shuffle
+                 else np.arange(size))
+        yield from order[i:].tolist()
+        i, epoch = 0, epoch + 1
+
+
+# ---------------------------------------------------------------- QA datasets
+
+def examples_dataset(formatted_examples, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
+                     start_batch=0, shuffle=True, repeat=True, input_context=None):
+    """Batches of a list of :class:`FormattedExample` (see the module docstring).
+
+    Example:
+        >>> fmt = Formatter(Tokenizer(), max_text_length=32)
+        >>> ds = examples_dataset(fmt.format_batch(examples), batch_size=4, max_text_length=32)  # doctest: +SKIP
+    """
+    arrays = pad_examples(formatted_examples, max_text_length)
+
+    def make_batches():
+        order = epoch_indices(len(arrays[0]), (seed,), start_batch * batch_size, shuffle, repeat)
+        return batches(((arrays[0][k], arrays[1][k], arrays[2][k]) for k in order),
+                       batch_size, input_context)
+
+    return _to_dataset(make_batches, batch_size, max_text_length, input_context)
+
+
+def qa_dataset(name, split, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
+               start_batch=0, shuffle=True, repeat=True, task_token=None, mode="dec",
+               mqa_mode="label", tokenizer=None, input_context=None):
+    """One dataset split by registry name (single-dataset fine-tuning).
+
+    Args:
+        name, split: registry name and split (``registry.get(name).splits``).
+        data_dir: raw files or ``data_prep`` QA shards; None: the hub (needs the network).
+        batch_size: global batch size.
+        max_text_length: text positions n.
+        seed, start_batch: order and resume point (global batches).
+        shuffle, repeat: per-epoch seeded permutation; infinite stream.
+        task_token: e.g. ``"lm"`` (the thesis' single-dataset runs); default: the
+            dataset's registry task (``mqa``/``gqa``).
+        mode: ``"dec"`` or ``"enc"``.
+        mqa_mode: ``"label"`` or ``"generate"`` (raw files only; shards keep theirs).
+        tokenizer: default the offline GPT-2 :class:`Tokenizer`.
+        input_context: see :func:`distribute`.
+    """
+    examples = load_formatted(name, split, data_dir=data_dir, max_text_length=max_text_length,
+                              task_token=task_token, mode=mode, mqa_mode=mqa_mode,
+                              tokenizer=tokenizer)
+    return examples_dataset(examples, batch_size=batch_size, max_text_length=max_text_length,
+                            seed=seed, start_batch=start_batch, shuffle=shuffle, repeat=repeat,
+                            input_context=input_context)
+
+
+def validation_dataset(name, split, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH,
+                       task_token=None, mode="dec", mqa_mode="label", tokenizer=None,
+                       input_context=None):
+    """One pass over a split in file order for validation loss; the last batch is padded
+    with ignored rows. (C4 validation: ``c4_dataset(..., split="validation")``.)"""
+    return qa_dataset(name, split, data_dir=data_dir, batch_size=batch_size,
+                      max_text_length=max_text_length, shuffle=False, repeat=False,
+                      task_token=task_token, mode=mode, mqa_mode=mqa_mode, tokenizer=tokenizer,
+                      input_context=input_context)
+
+
+def eval_examples(name, split, *, data_dir, max_text_length=MAX_TEXT_LENGTH, task_token=None,
+                  limit=None, mode="dec", mqa_mode="label", tokenizer=None):
+    """FormattedExamples for metrics: one per question (answers not expanded), with
+    ``prompt_ids`` and ``golds``; the first ``limit`` when given."""
+    examples = load_formatted(name, split, data_dir=data_dir, max_text_length=max_text_length,
+                              task_token=task_token, mode=mode, mqa_mode=mqa_mode,
+                              tokenizer=tokenizer, expand=False, decode=True)
+    return examples[:limit] if limit is not None else examples
+
+
+# ---------------------------------------------------------------- the multi-format pool
+
+def dataset_task_tokens(names, task_tokens=None):
+    """``{name: task token}``: ``task_tokens`` where given, else the registry task."""
+    task_tokens = dict(task_tokens or {})
+    unknown = sorted(set(task_tokens) - set(names))
+    if unknown:
+        raise ValueError(f"task_tokens names datasets {unknown} that are not in {list(names)}")
+    return {name: task_tokens.get(name, registry.get(name).task) for name in names}
+
+
+def check_task_tokens(dataset_task_tokens, config):
+    """Raise before training when a dataset's task token has no output block in ``config``.
+
+    Args:
+        dataset_task_tokens: ``{dataset name: task token}`` (``"mqa"`` or ``"<mqa>"``),
+            e.g. ``dataset_task_tokens(SEED_DATASETS)`` or ``{"c4": "lm"}``.
+        config: a ``NeMoTConfig``.
+
+    Example:
+        >>> check_task_tokens({"race": "lm"}, NeMoTConfig.preset("tiny"))   # doctest: +SKIP
+    """
+    blocks = tuple(config.output_blocks)
+    missing = {}
+    for name, token in dict(dataset_task_tokens).items():
+        block = token[1:-1] if token.startswith("<") and token.endswith(">") else token
+        vocab.task_token_id(block)
+        if block not in blocks:
+            missing[name] = vocab.task_token(block)
+    if missing:
+        listed = ", ".join(f"{name} -> {token}" for name, token in missing.items())
+        raise ValueError(f"task token(s) without an output block: {listed}; the model's "
+                         f"output_blocks are {list(blocks)} (add the block to the config or "
+                         "choose another task token)")
+
+
+def pool_choices(num_datasets, seed, start=0):
+    """Dataset index of every pool position from ``start`` on: uniform, seeded, drawn in
+    blocks of :data:`POOL_BLOCK` positions (a pure function of the position)."""
+    block, i = divmod(int(start), POOL_BLOCK)
+    for b in itertools.count(block):
+        draws = np.random.default_rng([seed, _POOL_TAG, b]).integers(num_datasets,
+                                                                     size=POOL_BLOCK)
+        yield from draws[i:].tolist()
+        i = 0
+
+
+def _pool_counts(num_datasets, seed, start):
+    """How often each dataset was drawn before position ``start``."""
+    return np.bincount(np.fromiter(itertools.islice(pool_choices(num_datasets, seed), start),
+                                   np.int64, count=start), minlength=num_datasets)
+
+
+def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH,
+                 seed=0, start_batch=0, task_tokens=None, tokenizer=None, input_context=None,
+                 split="train", mode="dec", mqa_mode="label"):
+    """The multi-format pool of general training (thesis §3.3.1): infinite, mixed batches.
+
+    Each example's dataset is drawn uniformly at random (seeded) from ``names``; each
+    dataset walks through its own seeded per-epoch permutations and restarts when
+    exhausted.
+
+    Args:
+        names: registry names (default the seed datasets).
+        data_dir: one directory with a subdirectory per name, or ``{name: directory}``
+            (raw files or QA shards, as :func:`qa_dataset`).
+        batch_size: global batch size.
+        task_tokens: ``{name: task token}`` overrides (default: the registry's
+            ``mqa``/``gqa``); check them with :func:`check_task_tokens`.
+        Other arguments as :func:`qa_dataset`.
+    """
+    names = tuple(names)
+    if not names:
+        raise ValueError("pool_dataset needs at least one dataset name")
+    tokens = dataset_task_tokens(names, task_tokens)
+    tokenizer = tokenizer or Tokenizer()
+    dirs = dict(data_dir) if isinstance(data_dir, dict) else {
+        name: Path(data_dir) / name for name in names}
+    missing = [name for name in names if name not in dirs]
+    if missing:
+        raise ValueError(f"data_dir has no directory for {missing}")
+    arrays = [pad_examples(load_formatted(name, split, data_dir=dirs[name],
+                                          max_text_length=max_text_length,
+                                          task_token=tokens[name], mode=mode, mqa_mode=mqa_mode,
+                                          tokenizer=tokenizer), max_text_length)
+              for name in names]
+
+    def make_batches():
+        start = start_batch * batch_size
+        counts = _pool_counts(len(names), seed, start)
+        orders = [epoch_indices(len(a[0]), (seed, d), counts[d]) for d, a in enumerate(arrays)]
+
+        def rows():
+            for d in pool_choices(len(names), seed, start):
+                k = next(orders[d])
+                yield arrays[d][0][k], arrays[d][1][k], arrays[d][2][k]
+
+        return batches(rows(), batch_size, input_context)
+
+    return _to_dataset(make_batches, batch_size, max_text_length, input_context)
