@@ -1,0 +1,165 @@
+"""Cached generation against full recomputation; label-mode and scored multiple choice."""
+
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+
+import nemot
+from nemot import vocab
+from nemot.data import Formatter, QAExample, Tokenizer
+from nemot.evaluation import decoding
+
+GQA, LM, MQA = (vocab.task_token_id(name) for name in ("gqa", "lm", "mqa"))
+MAX_NEW = 6
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(1234)
+    return nemot.build_model(nemot.NeMoTConfig.preset("tiny"))
+
+
+def prompt(task, text_ids):
+    return [vocab.CLS_ID, vocab.DEC_ID, task] + list(text_ids)
+
+
+@pytest.fixture(scope="module")
+def prompts(model):
+    """Right-padded batch: lengths 3, 9, 5 and one prompt 2 short of max_text_length."""
+    rng = np.random.default_rng(7)
+    near_full = model.config.max_text_length - 2
+    return [prompt(task, rng.integers(0, vocab.GPT2_VOCAB_SIZE, n).tolist())
+            for task, n in [(GQA, 3), (LM, 9), (GQA, 5), (MQA, near_full)]]
+
+
+def full_logits(model, ids):
+    """Main-head logits of the last position of one unpadded sequence, recomputed from scratch."""
+    logits = model({"token_ids": np.array([ids], np.int32)}, training=False)["logits"]
+    return np.asarray(keras.ops.convert_to_numpy(logits))[0, -1]
+
+
+def greedy_by_recomputation(model, ids, max_new, stop_ids=()):
+    """Greedy decoding of one prompt with a full forward pass per step, no cache, no padding."""
+    seq, out = list(ids), []
+    while len(out) < max_new and len(seq) - 3 < model.config.max_text_length:
+        token = int(np.argmax(full_logits(model, seq)))
+        if token in stop_ids:
+            return out, True
+        out.append(token)
+        seq.append(token)
+    return out, False
+
+
+@pytest.fixture(scope="module")
+def references(model, prompts):
+    return [greedy_by_recomputation(model, p, MAX_NEW)[0] for p in prompts]
+
+
+def test_cached_greedy_equals_full_recomputation_at_every_step(model, prompts, references):
+    # Stop on a token that prompt 1 generates at step 3 (and maybe others earlier):
+    # every example must stop at its own first occurrence and nowhere else.
+    stop = references[1][3]
+    assert stop not in references[1][:3]
+    generator = decoding.Generator(model, stop_token_ids=(stop,))
+    results = generator(prompts, max_new_tokens=MAX_NEW)
+    for i, (p, result) in enumerate(zip(prompts, results)):
+        expected, stopped = greedy_by_recomputation(model, p, MAX_NEW, stop_ids=(stop,))
+        assert result.ids == expected, f"prompt {i}"
+        assert result.stopped == stopped, f"prompt {i}"
+    assert results[1].stopped and results[1].ids == references[1][:3]
+    # The long prompt only had room for 2 new tokens within max_text_length.
+    assert results[3].ids == references[3] and len(references[3]) == 2
+
+
+def test_label_mode_is_the_argmax_at_sep(model, prompts, references):
+    labels = decoding.predict_labels(model, prompts, batch_size=3)
+    assert labels == [int(np.argmax(full_logits(model, p))) for p in prompts]
+    assert labels == [ref[0] for ref in references]
+
+
+def test_top_k_sampler_with_k_1_is_greedy_without_xla(model, prompts, references):
+    generator = decoding.Generator(model, sampler=decoding.get_sampler("top_k"),
+                                   stop_token_ids=(), jit_compile=False)
+    generator.sampler.k = 1
+    assert [g.ids for g in generator(prompts[:3], max_new_tokens=MAX_NEW)] == references[:3]
+
+
+def test_shapes_round_the_prompt_and_cap_the_cache(model):
+    generator = decoding.Generator(model, pad_to_multiple_of=8)
+    limit = model.config.max_text_length
+    assert generator.shapes([3, 9], 4) == (16, 20)
+    assert generator.shapes([limit - 1], 4) == (limit - 1, limit)
+    assert generator.shapes([limit - 4], 2) == (limit - 1, limit)
+
+
+@pytest.fixture(scope="module")
+def formatter(model):
+    return Formatter(Tokenizer(), max_text_length=model.config.max_text_length, task_token="mqa")
+
+
+def test_score_options_is_the_log_likelihood_of_each_appended_answer(model, formatter):
+    examples = [
+        QAExample(id="a", question="What grows?", options=("a bean", "a very tall rose bush"),
+                  label=0, task="mqa"),
+        QAExample(id="b", passage="Mia planted it.", question="Who?",
+                  options=("Mia", "Tom", "the old farmer"), label=None, task="mqa"),
+    ]
+    generate_mode = Formatter(formatter.tokenizer, formatter.max_text_length,
+                              task_token="mqa", mqa_mode="generate")
+    expected_mean, expected_sum = [], []
+    for example in examples:
+        means, sums = [], []
+        for k in range(len(example.options)):
+            formatted = generate_mode.format(dataclasses.replace(example, label=k))
+            ids = formatted.token_ids
+            answer_length = len(formatter.tokenizer.encode(f"{example.options[k]} </s>"))
+            logits = model({"token_ids": np.array([ids], np.int32)}, training=False)["logits"]
+            log_probs = keras.ops.convert_to_numpy(keras.ops.log_softmax(logits[0], axis=-1))
+            text = ids[3:]
+            values = [log_probs[t - 1, text[t]] for t in range(len(text) - answer_length, len(text))]
+            means.append(np.mean(values))
+            sums.append(np.sum(values))
+        expected_mean.append(means)
+        expected_sum.append(sums)
+    got_mean = decoding.score_options(model, formatter, examples, batch_size=2)
+    got_sum = decoding.score_options(model, formatter, examples, reduction="sum", batch_size=4)
+    for got, expected in ((got_mean, expected_mean), (got_sum, expected_sum)):
+        assert [len(s) for s in got] == [2, 3]
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_score_options_errors(model, formatter):
+    example = QAExample(id="x", question="Q?", options=("a", "b"), task="mqa")
+    with pytest.raises(ValueError, match="reduction"):
+        decoding.score_options(model, formatter, [example], reduction="max")
+    with pytest.raises(ValueError, match="'y': no options"):
+        decoding.score_options(model, formatter, [QAExample(id="y", question="Q?", task="mqa")])
+
+
+def test_bad_prompts_are_refused_with_their_index(model, prompts):
+    generator = decoding.Generator(model)
+    enc = [vocab.CLS_ID, vocab.ENC_ID, GQA, 5, 6]
+    with pytest.raises(ValueError, match=r"prompt 1: mode token .* needs <dec>"):
+        generator([prompts[0], enc])
+    no_block = prompt(vocab.ADDED_TOKEN_IDS["<summarize_rs>"], [5])
+    with pytest.raises(ValueError, match="prompt 0: task token .* no output block"):
+        generator([no_block])
+    full = prompt(GQA, [5] * model.config.max_text_length)
+    with pytest.raises(ValueError, match="prompt 0: 32 text tokens leave no room"):
+        generator([full])
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generator(prompts, max_new_tokens=0)
+
+
+def test_samplers_come_from_keras_hub(model):
+    import keras_hub
+
+    assert isinstance(decoding.get_sampler(None), keras_hub.samplers.GreedySampler)
+    assert isinstance(decoding.get_sampler("top_p"), keras_hub.samplers.TopPSampler)
+    with pytest.raises(ValueError, match="hidden states"):
+        decoding.get_sampler("contrastive")
+    with pytest.raises(TypeError, match="Sampler"):
+        decoding.Generator(model, sampler=object())
