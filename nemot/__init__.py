@@ -1,8 +1,37 @@
-"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3 / TensorFlow."""
+"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3 / TensorFlow.
 
-from nemot import schedules
+Public names (API.md) are imported lazily, so that ``nemot.data`` and the
+``data_prep`` worker processes do not load TensorFlow until a model is needed.
+"""
+
+import importlib
+
 from nemot.config import NeMoTConfig
-from nemot.layers.masks import attention_mask
-from nemot.models import NeMoT, build_model, parameter_breakdown
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Tokenizer": ("nemot.data.tokenizer", "Tokenizer"),
+    "attention_mask": ("nemot.layers.masks", "attention_mask"),
+    "NeMoT": ("nemot.models.nemot", "NeMoT"),
+    "build_model": ("nemot.models.nemot", "build_model"),
+    "parameter_breakdown": ("nemot.models.nemot", "parameter_breakdown"),
+    "metrics": ("nemot.evaluation.metrics", None),
+    "schedules": ("nemot.schedules", None),
+}
+
+__all__ = ["NeMoTConfig", *_LAZY]
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'nemot' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -134,11 +134,17 @@ class NeMoTConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data, source="config"):
+    def check_fields(cls, data, source="config"):
+        """Raise ``ValueError`` naming ``source`` for keys that are not fields."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"{source}: unknown model field(s): {', '.join(unknown)}")
+            raise ValueError(f"{source}: unknown model field(s): {', '.join(unknown)}; "
+                             f"expected some of {sorted(known)}")
+
+    @classmethod
+    def from_dict(cls, data, source="config"):
+        cls.check_fields(data, source)
         data = dict(data)
         if "output_blocks" in data:
             data["output_blocks"] = tuple(data["output_blocks"])
@@ -164,7 +170,7 @@ class NeMoTConfig:
             data = tomllib.loads(path.read_text())
         data = dict(data.get("model", data))
         base = cls.preset(data.pop("preset")) if "preset" in data else cls()
-        cls.from_dict(data, source=str(path))
+        cls.check_fields(data, source=str(path))
         return base.replace(**{k: (tuple(v) if k == "output_blocks" else v) for k, v in data.items()})
 
 

@@ -1,0 +1,239 @@
+"""Behaviour of the NeMoT model (issue 2): masks in action, routing, gate, counts, saving."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import keras
+from keras import ops
+
+import nemot
+from nemot import vocab
+from nemot.models.nemot import NeMoT
+from nemot.training import NeMoTLoss
+
+CLS, DEC, ENC, PAD = vocab.CLS_ID, vocab.DEC_ID, vocab.ENC_ID, vocab.PAD_ID
+LM, MQA, GQA = (vocab.task_token_id(n) for n in ("lm", "mqa", "gqa"))
+TINY = nemot.NeMoTConfig.preset("tiny")
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(0)
+    return nemot.build_model(TINY)
+
+
+def batch(texts, tasks=None, modes=None, length=12):
+    rows = []
+    for i, text in enumerate(texts):
+        task = (tasks or [LM] * len(texts))[i]
+        mode = (modes or [DEC] * len(texts))[i]
+        rows.append([CLS, mode, task] + list(text) + [PAD] * (length - len(text)))
+    return np.array(rows, "int32")
+
+
+def logits(model, ids, **kwargs):
+    return np.asarray(model({"token_ids": ids}, training=False, **kwargs)["logits"])
+
+
+def test_output_shapes(model):
+    out = model({"token_ids": batch([[5, 6, 7]])}, return_gates=True)
+    assert out["logits"].shape == (1, 12, TINY.vocab_size)
+    assert out["vanilla_logits"].shape == (1, 12, TINY.vocab_size)
+    assert out["gates"].shape == (1, 15, TINY.d_model)
+    gates = np.asarray(out["gates"])
+    assert (gates > 0).all() and (gates < 1).all()
+
+
+def test_dec_mode_is_causal(model):
+    text = [5, 6, 7, 8, 9, 10]
+    changed = list(text)
+    changed[3] = 4000
+    a, b = logits(model, batch([text, changed]))
+    np.testing.assert_allclose(a[:3], b[:3], atol=1e-5)
+    assert np.abs(a[3:6] - b[3:6]).max() > 1e-4
+
+
+def test_enc_mode_sees_the_whole_text(model):
+    text = [5, 6, 7, 8, 9, 10]
+    changed = list(text)
+    changed[3] = 4000
+    a, b = logits(model, batch([text, changed], modes=[ENC, ENC]))
+    assert np.abs(a[:3] - b[:3]).max() > 1e-4
+
+
+def test_extra_padding_changes_no_real_position(model):
+    text = [5, 6, 7, 8]
+    short = logits(model, batch([text], length=6))[0]
+    long = logits(model, batch([text], length=12))[0]
+    np.testing.assert_allclose(short[:4], long[:4], atol=1e-5)
+    enc_short = logits(model, batch([text], modes=[ENC], length=6))[0]
+    enc_long = logits(model, batch([text], modes=[ENC], length=12))[0]
+    np.testing.assert_allclose(enc_short[:4], enc_long[:4], atol=1e-5)
+
+
+def test_task_token_changes_the_gate_and_selects_the_block(model):
+    text = [5, 6, 7, 8]
+    out = model({"token_ids": batch([text, text], tasks=[LM, MQA])}, return_gates=True)
+    gates = np.asarray(out["gates"])
+    assert np.abs(gates[0, 3:7] - gates[1, 3:7]).max() > 1e-5
+
+    # Same block, other gate: feed MQA's gate through the lm block by hand.
+    vanilla = model.vanilla_set(ops.convert_to_tensor(batch([text])[:, 3:]))
+    x_gate = gates[1:2, 3:] * np.asarray(vanilla)
+    mask = nemot.attention_mask(batch([text])[:, 3:], mode="dec", num_aux=0)
+    for name, row in (("mqa", 1), ("lm", None)):
+        y = model.output_set.blocks[name](x_gate, mask, training=False)
+        by_hand = np.asarray(model.head(y))[0, :4]
+        if row is not None:
+            np.testing.assert_allclose(by_hand, np.asarray(out["logits"])[row, :4], atol=1e-4)
+        else:
+            assert np.abs(by_hand - np.asarray(out["logits"])[1, :4]).max() > 1e-4
+
+
+def test_mixed_task_batch_equals_each_example_alone(model):
+    texts = [[5, 6, 7], [8, 9, 10, 11], [12, 13]]
+    tasks = [LM, GQA, MQA]
+    together = logits(model, batch(texts, tasks))
+    for i in range(3):
+        alone = logits(model, batch([texts[i]], [tasks[i]]))[0]
+        np.testing.assert_allclose(together[i], alone, atol=1e-5)
+
+
+def test_single_task_batch_runs_and_trains_only_its_block(model, monkeypatch):
+    calls = []
+    for name, block in model.output_set.blocks.items():
+        original = block.call
+        monkeypatch.setattr(block, "call", lambda *a, _o=original, _n=name, **k: (calls.append(_n), _o(*a, **k))[1])
+    ids = batch([[5, 6, 7], [8, 9]], [GQA, GQA])
+    with tf.GradientTape() as tape:
+        loss = ops.mean(model({"token_ids": ids}, training=False)["logits"])
+    assert calls == ["gqa"]
+    blocks = model.output_set.blocks
+    variables = [v for n in ("lm", "mqa", "gqa") for v in blocks[n].trainable_variables]
+    grads = tape.gradient(loss, variables)
+    sizes = [len(blocks[n].trainable_variables) for n in ("lm", "mqa", "gqa")]
+    lm_grads, mqa_grads, gqa_grads = np.split(np.array(grads, dtype=object), np.cumsum(sizes)[:2])
+    for g in list(lm_grads) + list(mqa_grads):
+        assert g is None or not np.asarray(g).any()
+    assert any(np.asarray(g).any() for g in gqa_grads)
+
+
+def test_gate_forced_to_one_is_vanilla_then_output_block(model, monkeypatch):
+    ids = batch([[5, 6, 7, 8]], [GQA])
+    monkeypatch.setattr(model.neuromodulatory_set, "call",
+                        lambda x, *a, **k: ops.ones_like(x))
+    gated = logits(model, ids)
+    text = ids[:, 3:]
+    mask = nemot.attention_mask(text, mode="dec", num_aux=0)
+    y = model.output_set.blocks["gqa"](model.vanilla_set(text), mask, training=False)
+    np.testing.assert_allclose(gated, np.asarray(model.head(y)), atol=1e-5)
+
+
+def test_unknown_task_or_mode_token_is_a_clear_error(model):
+    ids = batch([[5, 6]], [vocab.task_token_id("summarize_rs")])
+    with pytest.raises(ValueError, match="<summarize_rs>.*no output block"):
+        model({"token_ids": ids})
+    with pytest.raises(ValueError, match="mode token"):
+        model({"token_ids": batch([[5, 6]], modes=[LM])})
+
+
+def test_compat_route_by_first_example():
+    keras.utils.set_random_seed(1)
+    compat = nemot.build_model(TINY.replace(compat_route_by_first_example=True))
+    texts, tasks = [[5, 6, 7], [8, 9]], [MQA, GQA]
+    together = logits(compat, batch(texts, tasks))
+    # The second example keeps its own gate (its task token reaches the NM set)
+    # but goes through the first example's block, mqa.
+    alone = batch([texts[1]], [GQA])
+    gates = np.asarray(compat({"token_ids": alone}, training=False, return_gates=True)["gates"])
+    text = alone[:, 3:]
+    x_gate = gates[:, 3:] * np.asarray(compat.vanilla_set(text))
+    mask = nemot.attention_mask(text, mode="dec", num_aux=0)
+    for name, expect_equal in (("mqa", True), ("gqa", False)):
+        y = compat.output_set.blocks[name](x_gate, mask, training=False)
+        by_hand = np.asarray(compat.head(y))[0]
+        assert np.allclose(together[1], by_hand, atol=1e-5) == expect_equal, name
+
+
+def test_compat_values_use_key_weights_has_no_value_projection():
+    keras.utils.set_random_seed(2)
+    compat = nemot.build_model(TINY.replace(compat_values_use_key_weights=True))
+    attention = compat.vanilla_set.transformer_layers[0].self_attention
+    assert not hasattr(attention, "value_dense")
+    assert not any("value" in w.path for w in compat.weights)
+    assert np.isfinite(logits(compat, batch([[5, 6, 7]]))).all()
+
+
+def layer_params(d, ff, values=True):
+    attention = (3 if values else 2) * (d * d + d) + d * d + d
+    return attention + 2 * 2 * d + d * ff + ff + ff * d + d
+
+
+def expected_breakdown(cfg, values=True):
+    d, v = cfg.d_model, cfg.vocab_size
+    layer = layer_params(d, cfg.d_ff, values)
+    block = cfg.num_output_layers * layer + 2 * d
+    return {
+        "vanilla_set": v * d + cfg.max_position_embeddings * d + cfg.num_vanilla_layers * layer + 2 * d,
+        "aux_embedding": v * d,
+        "neuromodulatory_set": cfg.num_nm_layers * layer,
+        "output_set": cfg.num_output_blocks * block,
+        "head": d * v + v,
+        "vanilla_head": d * v + v,
+    }
+
+
+def test_thesis_parameter_breakdown_matches_an_independent_formula():
+    cfg = nemot.NeMoTConfig.preset("thesis")
+    counts = nemot.parameter_breakdown(nemot.build_model(cfg))
+    expected = expected_breakdown(cfg)
+    for key, value in expected.items():
+        assert counts[key] == value, key
+    assert counts["total"] == sum(expected.values())
+    assert set(counts["output_blocks"]) == set(cfg.output_blocks)
+    # GPT-2 small with the vocabulary resized to 50,313 (SPEC.md: 124.48M).
+    assert counts["vanilla_set"] == 124_482_816
+
+
+def test_thesis_count_with_the_original_attention_is_the_thesis_figure():
+    """GPT-2 resized + NM set + one output block + one 50,313 x 768 matrix (no W_V in NM/output)."""
+    cfg = nemot.NeMoTConfig.preset("thesis").replace(num_output_blocks=1, vanilla_head=False)
+    compat = expected_breakdown(cfg, values=False)
+    thesis_way = (expected_breakdown(cfg)["vanilla_set"] + compat["neuromodulatory_set"]
+                  + compat["output_set"] + cfg.vocab_size * cfg.d_model)
+    assert round(thesis_way / 1e6, 1) == 260.6
+
+
+def test_thesis_model_forward_pass():
+    cfg = nemot.NeMoTConfig.preset("thesis")
+    model = nemot.build_model(cfg)
+    out = model({"token_ids": batch([[464, 3290, 318]], length=8)}, training=False)
+    assert out["logits"].shape == (1, 8, 50313)
+    assert np.isfinite(np.asarray(out["logits"])).all()
+
+
+def test_save_and_load_round_trip(model, tmp_path):
+    path = tmp_path / "tiny.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded, NeMoT) and loaded.config == model.config
+    ids = batch([[5, 6, 7], [8, 9]], [LM, MQA])
+    np.testing.assert_allclose(logits(loaded, ids), logits(model, ids), atol=1e-6)
+
+
+def test_training_step_under_jit_compile():
+    keras.utils.set_random_seed(3)
+    # One block and one layer per set keep XLA's compile time small on a CPU.
+    cfg = TINY.replace(max_text_length=8, max_position_embeddings=8, num_vanilla_layers=1,
+                       num_nm_layers=1, output_blocks=("lm", "gqa"))
+    model = nemot.build_model(cfg)
+    model.compile(keras.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
+    ids = batch([[5, 6, 7, 8], [9, 10]], [LM, GQA], length=8)
+    targets = np.where(ids[:, 4:] == PAD, -1, ids[:, 4:])
+    targets = np.pad(targets, ((0, 0), (0, 1)), constant_values=-1).astype("int32")
+    y = {"task_targets": targets, "lm_targets": targets}
+    before = [np.array(w) for w in model.trainable_weights]
+    history = model.fit({"token_ids": ids}, y, epochs=2, batch_size=2, verbose=0)
+    assert history.history["loss"][1] < history.history["loss"][0]
+    assert any(np.abs(np.array(w) - b).max() > 0 for w, b in zip(model.trainable_weights, before))
+    assert model.jit_compile
