@@ -223,16 +223,27 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
         batch_size: prompts per compiled call (default all at once).
         **kwargs: more :class:`Generator` arguments.
     """
-    generator = Generator(model, sampler=sampler, **kwargs)
-    return [g.ids for g in _batched(generator, list(prompts), batch_size, max_new_tokens)]
-
-
-def _batched(generator, prompts, batch_size, max_new_tokens):
+    prompts = list(prompts)
     size = batch_size or len(prompts)
-    out = []
-    for first in range(0, len(prompts), size):
-        out += generator(prompts[first:first + size], max_new_tokens)
-    return out
+    batches = [prompts[first:first + size] for first in range(0, len(prompts), size)]
+    if not hasattr(model, "call_with_cache"):
+        return [ids for batch in batches for ids in _recompute(model, batch, max_new_tokens,
+                                                                sampler)]
+    generator = Generator(model, sampler=sampler, **kwargs)
+    return [g.ids for batch in batches for g in generator(batch, max_new_tokens)]
+
+
+def _recompute(model, prompts, max_new_tokens, sampler):
+    """Greedy decoding without a cache, for models without one (the GPT-2 baseline)."""
+    from nemot.models.gpt2 import greedy_decode
+
+    if sampler not in (None, "greedy"):
+        raise ValueError(f"{type(model).__name__} has no key/value cache; only greedy "
+                         f"decoding (sampler=None) is available for it, got {sampler!r}")
+    a = model.config.num_aux_tokens
+    aux, text, _ = pad_prompts(check_prompts(model, prompts), a)
+    generated = greedy_decode(model, np.concatenate([aux, text], axis=1), max_new_tokens)
+    return [ids[:-1] if ids and ids[-1] == vocab.END_ID else ids for ids in generated]
 
 
 # ---- multiple choice ------------------------------------------------------------------

@@ -1,0 +1,224 @@
+"""``nemot evaluate``: a checkpoint on one dataset split -> predictions, metrics and a thesis-style table.
+
+Question answering (every dataset of ``nemot.data.registry`` except the LM sets):
+
+- multiple choice (``mqa``), ``--mc-mode label`` (default, the thesis): the
+  argmax token at ``<sep>``, compared with the gold ``(k)``;
+  ``--mc-mode score``: every option appended as the answer and scored by its
+  log-likelihood (``--score-reduction mean|sum``), the best one predicted as ``(k)``;
+- generation (``gqa``): cached decoding until ``</s>`` or ``--max-new-tokens``
+  (greedy by default, ``--sampler`` picks a ``keras_hub.samplers`` one), the
+  decoded answer scored with the dataset's metric (F1, ROUGE-L, accuracy).
+
+Writes ``<dataset>_<split>_predictions.jsonl``, ``_metrics.json`` and
+``_report.md`` into ``--out`` (``nemot.evaluation.report.write_report``).
+
+Zero-shot language modelling (``--task lm``, the default for wikitext2,
+wikitext103, ptb, lambada): sliding-window perplexity with segments of the
+model's ``max_text_length`` advancing by each ``--window`` (thesis: 768 and
+32), written as ``lm_perplexity.json`` / ``.md`` beside thesis Table 3.1.
+
+Example::
+
+    nemot evaluate --checkpoint runs/race/model_best_metric.keras \\
+        --dataset race --split dev --data-dir data/RACE --out runs/race/eval
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from nemot import vocab
+from nemot.data import Formatter, Tokenizer, registry
+from nemot.evaluation import decoding
+from nemot.evaluation.perplexity import perplexity
+from nemot.evaluation.report import write_lm_report, write_report
+
+TASKS = ("lm", "mqa", "gqa")
+MC_MODES = ("label", "score")
+DEFAULT_MAX_NEW_TOKENS = 32
+
+
+def load_checkpoint(path):
+    """A model saved with ``model.save`` (``model_best_metric.keras``, ...); no optimizer state."""
+    import keras
+
+    import nemot  # noqa: F401  (registers NeMoT's classes for deserialisation)
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"--checkpoint {path}: no such file (expected a .keras file "
+                                "written by model.save, e.g. model_best_metric.keras)")
+    if path.suffix != ".keras":
+        raise ValueError(f"--checkpoint {path}: expected a .keras file written by model.save")
+    return keras.models.load_model(path, compile=False)
+
+
+def _check_task(info, task):
+    task = task or info.task
+    if task not in TASKS:
+        raise ValueError(f"--task {task!r}: expected one of {TASKS}")
+    if task != info.task:
+        raise ValueError(f"--task {task}: dataset {info.name} is a {info.task} dataset")
+    return task
+
+
+def _block_of(model, task_token):
+    if task_token not in model.config.output_blocks:
+        raise ValueError(f"--task-token {task_token!r}: the model has no output block for it; "
+                         f"its blocks are {list(model.config.output_blocks)}")
+    return task_token
+
+
+def _records(examples, formatted, predictions, extra=None):
+    records = []
+    for i, (example, item, prediction) in enumerate(zip(examples, formatted, predictions)):
+        if not item.golds:
+            raise ValueError(f"{example.dataset} example {example.id!r}: no gold answer (an "
+                             "unlabelled split cannot be scored)")
+        record = {"id": example.id, "prediction": prediction, "golds": list(item.golds)}
+        if example.subset is not None:
+            record["subset"] = example.subset
+        if extra is not None:
+            record.update(extra[i])
+        records.append(record)
+    return records
+
+
+def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, tokenizer=None,
+                max_new_tokens=DEFAULT_MAX_NEW_TOKENS, batch_size=8, mc_mode="label",
+                score_reduction="mean", sampler=None, model_name="NeMoT (this run)"):
+    """Answer ``examples`` (``QAExample``) and write the report files; returns ``write_report``'s dict.
+
+    Args:
+        model: a NeMoT (or GPT-2 baseline) taking ``{"token_ids"}``.
+        examples: one dataset's examples (not expanded: each keeps all its golds).
+        dataset, split: names for the files and the thesis rows.
+        out_dir: output folder.
+        task_token: output block name put at auxiliary position 2.
+        metric: a ``nemot.evaluation.metrics`` name.
+        tokenizer: default ``Tokenizer()``.
+        max_new_tokens: generation limit (``gqa``).
+        batch_size: prompts per model call.
+        mc_mode: ``"label"`` or ``"score"`` for multiple choice.
+        score_reduction: ``"mean"`` or ``"sum"`` (``mc_mode="score"``).
+        sampler: ``keras_hub.samplers`` sampler or name for generation; ``None`` = greedy.
+        model_name: label of our row in the table.
+    """
+    if mc_mode not in MC_MODES:
+        raise ValueError(f"mc_mode={mc_mode!r}: expected one of {MC_MODES}")
+    tokenizer = tokenizer or Tokenizer()
+    tasks = {example.task for example in examples}
+    if len(tasks) != 1:
+        raise ValueError(f"{dataset}: expected examples of one task, got {sorted(tasks)}")
+    task = tasks.pop()
+    max_length = model.config.max_text_length
+    # Generation prompts are cut to leave room for the answer (at most half the text).
+    room = None if task == "mqa" else min(max_new_tokens, max_length // 2)
+    formatter = Formatter(tokenizer, max_text_length=max_length, task_token=task_token,
+                          max_answer_length=room)
+    formatted = formatter.format_batch(examples)
+    prompts = [item.prompt_ids for item in formatted]
+    extra = None
+    if task == "mqa" and mc_mode == "score":
+        scores = decoding.score_options(model, formatter, examples, score_reduction, batch_size)
+        predictions = [f"({int(np.argmax(s)) + 1})" for s in scores]
+        extra = [{"option_scores": s} for s in scores]
+    elif task == "mqa":
+        predictions = [tokenizer.decode([t]).strip()
+                       for t in decoding.predict_labels(model, prompts, batch_size)]
+    else:
+        generated = decoding.generate(model, prompts, max_new_tokens, sampler=sampler,
+                                      batch_size=batch_size)
+        predictions = [tokenizer.decode(ids).strip() for ids in generated]
+    records = _records(examples, formatted, predictions, extra)
+    return write_report(out_dir, records, metric, dataset, split, model_name=model_name)
+
+
+def evaluate_lm(model, documents, dataset, out_dir, windows, tokenizer=None, batch_size=8,
+                task_token="lm", model_name="NeMoT (this run)"):
+    """Perplexity of ``documents`` (strings) at every window (stride) in ``windows``.
+
+    Segments are ``model.config.max_text_length`` tokens; returns
+    ``write_lm_report``'s paths plus ``"results"``: ``{window: PerplexityResult}``.
+    """
+    tokenizer = tokenizer or Tokenizer()
+    ids = tokenizer.encode_batch(list(documents))
+    aux = ("<cls>", "<dec>", vocab.task_token(task_token))
+    size = model.config.max_text_length
+    results = {}
+    for window in windows:
+        if not 1 <= window <= size:
+            raise ValueError(f"--window {window}: expected 1..{size} (the segment length "
+                             "is the model's max_text_length)")
+        results[window] = perplexity(model, ids, window=size, stride=window,
+                                     batch_size=batch_size, aux_tokens=aux)
+    paths = write_lm_report(out_dir, {(dataset, w): r for w, r in results.items()}, model_name)
+    return dict(paths, results=results)
+
+
+def add_parser(subparsers):
+    """Add the ``evaluate`` subcommand to an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser(
+        "evaluate", help="evaluate a checkpoint on a dataset split",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True,
+                        help="a .keras file written by model.save (model_best_metric.keras, ...)")
+    parser.add_argument("--dataset", required=True, choices=registry.names())
+    parser.add_argument("--split", required=True, help="a split of the dataset (e.g. dev, test)")
+    parser.add_argument("--data-dir", help="directory with the raw files (default: the hub)")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--task", choices=TASKS, help="default: the dataset's task")
+    parser.add_argument("--task-token", help="output block / task token (default: the dataset's "
+                        "task: mqa, gqa or lm; the thesis' single-dataset runs used lm)")
+    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
+                        help="generation limit (gqa)")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--mc-mode", choices=MC_MODES, default="label",
+                        help="multiple choice: argmax at <sep> (label) or option likelihood (score)")
+    parser.add_argument("--score-reduction", choices=decoding.REDUCTIONS, default="mean",
+                        help="--mc-mode score: mean or summed log-probability of the answer tokens")
+    parser.add_argument("--sampler", default=None,
+                        help="keras_hub sampler name for generation (default greedy, the thesis)")
+    parser.add_argument("--window", type=int, nargs="+",
+                        help="lm: stride(s) w of the sliding window (default: max_text_length; "
+                             "thesis 768 and 32)")
+    parser.add_argument("--limit", type=int, help="evaluate the first N examples/documents only")
+    parser.set_defaults(handler=main)
+    return parser
+
+
+def main(args):
+    """Handler of ``nemot evaluate``; returns the written paths and the scores."""
+    info = registry.get(args.dataset)
+    task = _check_task(info, args.task)
+    for name in ("batch_size", "max_new_tokens", "limit"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive int, got {value}")
+    model = load_checkpoint(args.checkpoint)
+    task_token = _block_of(model, args.task_token or task)
+    items = registry.load_examples(args.dataset, args.split, args.data_dir, expand=False)
+    if args.limit is not None:
+        items = items[:args.limit]
+    if not items:
+        raise ValueError(f"{args.dataset}/{args.split}: no examples found in {args.data_dir}")
+    model_name = f"{type(model).__name__} ({Path(args.checkpoint).name})"
+    out = Path(args.out)
+    if task == "lm":
+        windows = args.window or [model.config.max_text_length]
+        result = evaluate_lm(model, items, args.dataset, out, windows,
+                             batch_size=args.batch_size, task_token=task_token,
+                             model_name=model_name)
+        summary = {w: r.perplexity for w, r in result["results"].items()}
+        print(json.dumps({"dataset": args.dataset, "perplexity": summary}))
+        return result
+    result = evaluate_qa(model, items, args.dataset, args.split, out, task_token, info.metric,
+                         max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
+                         mc_mode=args.mc_mode, score_reduction=args.score_reduction,
+                         sampler=args.sampler, model_name=model_name)
+    print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": info.metric,
+                      "scores": result["scores"], "report": str(result["report"])}))
+    return result
