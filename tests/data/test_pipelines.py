@@ -1,0 +1,191 @@
+import itertools
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import data_prep
+from nemot import vocab
+from nemot.config import NeMoTConfig
+from nemot.data import DataError, Formatter, registry
+from nemot.data.pipelines import (SEED_DATASETS, check_task_tokens, dataset_task_tokens,
+                                  eval_examples, examples_dataset, pool_dataset, qa_dataset,
+                                  validation_dataset)
+
+N = 32
+PAD, IGN = vocab.PAD_ID, vocab.IGNORE_ID
+
+
+def rows_of(ds, count=None):
+    """Rows ``(token_ids, task_targets, lm_targets)`` of the first ``count`` batches."""
+    return [row for x, y in itertools.islice(ds, count)
+            for row in zip(x["token_ids"].numpy(), y["task_targets"].numpy(),
+                           y["lm_targets"].numpy())]
+
+
+def same_rows(a, b):
+    return len(a) == len(b) and all(
+        all(np.array_equal(u, v) for u, v in zip(r, s)) for r, s in zip(a, b))
+
+
+def counted(targets):
+    return [t for t, v in enumerate(targets) if v != IGN]
+
+
+@pytest.mark.parametrize("name,mqa_mode,task_token", [
+    ("race", "label", None), ("race", "generate", None), ("squad_v2", "label", None),
+    ("boolq", "label", "lm"), ("mctest", "label", "lm")])
+def test_targets_are_next_inputs_exactly_where_they_count(raw_dirs, tok, name, mqa_mode,
+                                                          task_token):
+    formatter = Formatter(tok, max_text_length=N, task_token=task_token, mqa_mode=mqa_mode)
+    examples = registry.load_examples(name, "train", raw_dirs[name])
+    formatted = formatter.format_batch(examples)
+    rows = rows_of(examples_dataset(formatted, batch_size=3, max_text_length=N, shuffle=False,
+                                    repeat=False))
+    assert len(rows) == 3 * -(-len(examples) // 3)
+    for ex, (token_ids, task, lm) in zip(examples, rows):
+        text = token_ids[3:].tolist()
+        length = N - text.count(PAD)
+        assert token_ids[:3].tolist() == [vocab.CLS_ID, vocab.DEC_ID,
+                                          vocab.task_token_id(task_token or ex.task)]
+        assert PAD not in text[:length] and set(text[length:]) <= {PAD}
+        sep = text.index(vocab.SEP_ID)
+        for t in counted(task) + counted(lm):
+            assert t + 1 < length
+        for t in counted(task):
+            assert task[t] == text[t + 1]
+        for t in counted(lm):
+            assert lm[t] == text[t + 1]
+        if ex.task == "mqa" and mqa_mode == "label":
+            assert counted(task) == [sep] and task[sep] == vocab.OPTION_IDS[ex.label]
+            assert counted(lm) == [t for t in range(length - 1) if t != sep]
+        else:
+            assert counted(task) == list(range(sep, length - 1))
+            assert text[length - 1] == vocab.END_ID
+            assert counted(lm) == list(range(length - 1))
+    for token_ids, task, lm in rows[len(examples):]:  # the padded last batch counts nothing
+        assert (token_ids[3:] == PAD).all() and (task == IGN).all() and (lm == IGN).all()
+
+
+def test_qa_shards_give_the_same_batches_as_raw_files(raw_dirs, tmp_path, tok):
+    data_prep.prepare_qa("race", "train", raw_dirs["race"], tmp_path, tokenizer=tok,
+                         max_text_length=N)
+    for task_token in (None, "lm"):
+        kwargs = dict(batch_size=3, max_text_length=N, seed=4, task_token=task_token,
+                      tokenizer=tok)
+        from_raw = rows_of(qa_dataset("race", "train", data_dir=raw_dirs["race"], **kwargs), 4)
+        from_shards = rows_of(qa_dataset("race", "train", data_dir=tmp_path, **kwargs), 4)
+        assert same_rows(from_raw, from_shards)
+        assert {int(r[0][2]) for r in from_shards} == {vocab.task_token_id(task_token or "mqa")}
+    with pytest.raises(DataError, match=r"race-train-00000-of-00001.npz.*--max-text-length 16"):
+        qa_dataset("race", "train", data_dir=tmp_path, batch_size=2, max_text_length=16)
+
+
+def test_epochs_are_seeded_permutations_and_resume_is_exact(raw_dirs, tok):
+    formatted = Formatter(tok, max_text_length=N).format_batch(
+        registry.load_examples("mctest", "train", raw_dirs["mctest"]))
+    size = len(formatted)
+    assert size == 8
+
+    def rows(seed, start_batch=0, count=None):
+        return rows_of(examples_dataset(formatted, batch_size=3, max_text_length=N, seed=seed,
+                                        start_batch=start_batch), count)
+
+    full = rows(seed=1, count=10)  # 30 rows: three epochs and a bit
+    keys = [r[0].tobytes() for r in full]
+    expected = sorted(np.asarray(f.token_ids + [PAD] * (N + 3 - len(f.token_ids)), np.int32)
+                      .tobytes() for f in formatted)
+    for e in range(3):
+        assert sorted(keys[e * size:(e + 1) * size]) == expected
+    assert keys[:size] != keys[size:2 * size]
+    assert same_rows(rows(seed=1, count=10), full)
+    assert [r[0].tobytes() for r in rows(seed=2, count=10)] != keys
+    for k in (1, 5, 9):
+        assert same_rows(rows(seed=1, start_batch=k, count=10 - k), full[3 * k:])
+
+
+def test_validation_is_one_pass_in_file_order_with_ignored_padding(raw_dirs, tok):
+    examples = registry.load_examples("race", "dev", raw_dirs["race"])
+    formatted = Formatter(tok, max_text_length=N).format_batch(examples)
+    rows = rows_of(validation_dataset("race", "dev", data_dir=raw_dirs["race"], batch_size=3,
+                                      max_text_length=N, tokenizer=tok))
+    assert len(rows) == 6 and len(formatted) == 4
+    for f, (token_ids, task, _) in zip(formatted, rows):
+        assert token_ids[:len(f.token_ids)].tolist() == f.token_ids
+        assert task[:len(f.task_targets)].tolist() == f.task_targets
+    assert all((r[1] == IGN).all() and (r[2] == IGN).all() for r in rows[4:])
+
+
+def test_eval_examples_keep_one_example_per_question_with_all_golds(raw_dirs, tmp_path, tok):
+    examples = eval_examples("squad_v2", "dev", data_dir=raw_dirs["squad_v2"],
+                             max_text_length=N, tokenizer=tok)
+    assert [e.golds for e in examples] == [("a bean", "bean"), ("",)]
+    assert all(e.prompt_ids[-1] == vocab.SEP_ID for e in examples)
+    assert len(eval_examples("squad_v2", "dev", data_dir=raw_dirs["squad_v2"], limit=1,
+                             tokenizer=tok)) == 1
+    data_prep.prepare_qa("squad_v2", "dev", raw_dirs["squad_v2"], tmp_path, tokenizer=tok,
+                         max_text_length=N)
+    from_shards = eval_examples("squad_v2", "dev", data_dir=tmp_path, max_text_length=N,
+                                tokenizer=tok)
+    assert [(e.token_ids, e.prompt_ids, e.golds) for e in from_shards] == \
+        [(e.token_ids, e.prompt_ids, e.golds) for e in examples]
+    assert from_shards[0].text.startswith("<p1> Mia planted a bean.")
+
+
+# Distinct task tokens tell the pool's datasets apart in the batches.
+POOL_TOKENS = dict(zip(SEED_DATASETS, ["lm", "mqa", "gqa", "pmqa", "bmqa", "pgqa", "psqa", "pbqa"]))
+
+
+def test_pool_draws_datasets_uniformly_and_restarts_each_one(raw_dirs, tok):
+    assert len(SEED_DATASETS) == 8
+    ds = pool_dataset(data_dir=raw_dirs, batch_size=200, max_text_length=N, seed=3,
+                      task_tokens=POOL_TOKENS, tokenizer=tok)
+    rows = rows_of(ds, 100)
+    by_id = {vocab.task_token_id(token): name for name, token in POOL_TOKENS.items()}
+    drawn = [by_id[int(r[0][2])] for r in rows]
+    frequencies = Counter(drawn)
+    assert len(drawn) == 20000 and set(frequencies) == set(SEED_DATASETS)
+    for name in SEED_DATASETS:
+        assert abs(frequencies[name] / 20000 - 1 / 8) < 0.02, frequencies
+    # Each dataset restarts when exhausted: its draws are whole permutations, epoch by epoch.
+    for name in SEED_DATASETS:
+        size = len(registry.load_examples(name, "train", raw_dirs[name]))
+        seen = [r[0].tobytes() for r, d in zip(rows, drawn) if d == name]
+        epochs = [sorted(seen[e * size:(e + 1) * size]) for e in range(len(seen) // size)]
+        assert len(epochs) > 100 and all(epoch == epochs[0] for epoch in epochs)
+
+
+def test_pool_mixes_tasks_resumes_and_accepts_one_directory(raw_dirs, tok):
+    root = raw_dirs["race"].parent
+    kwargs = dict(batch_size=4, max_text_length=N, seed=0, tokenizer=tok)
+    full = rows_of(pool_dataset(data_dir=root, **kwargs), 12)
+    tasks = [{int(r[0][2]) for r in full[i:i + 4]} for i in range(0, 48, 4)]
+    assert {vocab.task_token_id("mqa"), vocab.task_token_id("gqa")} in tasks
+    assert same_rows(rows_of(pool_dataset(data_dir=raw_dirs, **kwargs), 12), full)
+    for k in (1, 7):
+        assert same_rows(rows_of(pool_dataset(data_dir=root, start_batch=k, **kwargs), 12 - k),
+                         full[4 * k:])
+    with pytest.raises(ValueError, match="not in"):
+        pool_dataset(["race"], data_dir=root, task_tokens={"boolq": "lm"}, **kwargs)
+
+
+def test_task_tokens_are_checked_against_the_output_blocks():
+    config = NeMoTConfig.preset("tiny")  # blocks lm, mqa, gqa
+    check_task_tokens(dataset_task_tokens(SEED_DATASETS), config)
+    check_task_tokens({"c4": "lm", "race": "<lm>"}, config)
+    with pytest.raises(ValueError, match=r"race -> <pmqa>.*\['lm', 'mqa', 'gqa'\]"):
+        check_task_tokens({"race": "pmqa", "boolq": "gqa"}, config)
+    with pytest.raises(ValueError, match="no task token"):
+        check_task_tokens({"race": "nonsense"}, config)
+    assert dataset_task_tokens(["race", "boolq"], {"boolq": "lm"}) == {"race": "mqa",
+                                                                     "boolq": "lm"}
+
+
+def test_bad_arguments_are_clear_errors(raw_dirs, tmp_path, tok):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        qa_dataset("race", "train", data_dir=tmp_path / "nowhere", batch_size=2)
+    with pytest.raises(ValueError, match="batch_size"):
+        qa_dataset("race", "train", data_dir=raw_dirs["race"], batch_size=0, max_text_length=N,
+                   tokenizer=tok)
+    with pytest.raises(ValueError, match="splits"):
+        qa_dataset("race", "validation", data_dir=raw_dirs["race"], batch_size=2, tokenizer=tok)
