@@ -1,0 +1,210 @@
+"""Keras callbacks of a training run: checkpoints, the NaN guard, validation, logs.
+
+They work the same under ``model.fit`` and under the multi-worker loop of
+:mod:`nemot.training.distributed`, which drives them through a
+``keras.callbacks.CallbackList``. The global step is always the optimizer's
+``iterations``, so TensorBoard curves and checkpoint numbers continue across
+a resumed run.
+
+Order matters (the trainer passes them in this order): the NaN guard first,
+so that nothing is saved after a non-finite loss; validation before the
+epoch-end checkpoint, so that a restored epoch-end step already has its
+results row.
+"""
+
+import csv
+import json
+import math
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from nemot.evaluation.plots import TRAINING_LOG_COLUMNS
+
+MODEL_FILES = {"best_loss": "model_best_loss.keras", "best_metric": "model_best_metric.keras",
+               "last": "model_last.keras"}
+
+
+def _value(logs, key):
+    value = (logs or {}).get(key)
+    return None if value is None else float(np.asarray(value))
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; the message says where the last good checkpoint is."""
+
+
+class NonFiniteGuard(keras.callbacks.Callback):
+    """Stop at the first non-finite training loss and remember why.
+
+    ``failure`` is None while training is healthy; otherwise a message with the
+    step and the loss. The trainer raises :class:`TrainingDiverged` with it.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.failure = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = _value(logs, "loss")
+        if loss is not None and not math.isfinite(loss):
+            step = int(self.model.optimizer.iterations.numpy())
+            self.failure = f"training loss became {loss} at step {step}"
+            self.model.stop_training = True
+
+
+class StepCheckpoint(keras.callbacks.Callback):
+    """Save a :class:`TrainingCheckpoint` every ``every`` steps and at each epoch end.
+
+    Nothing is saved once ``guard.failure`` is set, so the newest checkpoint
+    is the last good one.
+    """
+
+    def __init__(self, checkpoint, every, guard):
+        super().__init__()
+        self.checkpoint = checkpoint
+        self.every = int(every)
+        self.guard = guard
+        self.last_saved = None
+
+    def _save(self):
+        step = self.checkpoint.step
+        if self.guard.failure is None and step != self.last_saved:
+            self.checkpoint.save()
+            self.last_saved = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.every and self.checkpoint.step % self.every == 0:
+            self._save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._save()
+
+
+class ScalarLogger(keras.callbacks.Callback):
+    """TensorBoard scalars at the global step: losses and learning rate every
+    ``every`` steps, validation results at each epoch end.
+
+    Args:
+        log_dir: TensorBoard directory (``<out>/logs``).
+        every: steps between training scalars.
+        enabled: False on non-chief workers (they log nothing).
+    """
+
+    def __init__(self, log_dir, every=100, enabled=True):
+        super().__init__()
+        self.every = max(int(every), 1)
+        self.writer = tf.summary.create_file_writer(str(log_dir)) if enabled else None
+
+    def _write(self, prefix, logs):
+        if self.writer is None:
+            return
+        step = int(self.model.optimizer.iterations.numpy())
+        with self.writer.as_default(step=step):
+            for key, value in (logs or {}).items():
+                if value is not None and np.ndim(value) == 0:
+                    tf.summary.scalar(prefix + key, float(np.asarray(value)))
+            if prefix == "train/":
+                tf.summary.scalar("train/learning_rate",
+                                  float(np.asarray(self.model.optimizer.learning_rate)))
+        self.writer.flush()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) % self.every == 0:
+            self._write("train/", logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._write("epoch/", logs)
+
+
+class EpochValidation(keras.callbacks.Callback):
+    """Per-epoch results row, validation metric and the ♣ / ♠ / last models.
+
+    At each epoch end: ``val_loss`` comes from ``logs`` (``fit``'s
+    ``validation_data``); ``metric_fn(model)`` decodes the validation
+    examples and scores them (higher is better); ``model_last.keras`` is
+    written, and ``model_best_loss.keras`` (♣, lowest validation loss) and
+    ``model_best_metric.keras`` (♠, best metric) when they improve. A row
+    ``epoch, loss, val_loss, val_metric`` (+ the per-term losses) goes to the
+    results CSV that ``nemot.evaluation.plots`` reads. The best values live in
+    ``best.json`` so that a resumed run keeps comparing with them.
+
+    Args:
+        out_dir: run directory.
+        metric_fn: ``model -> float`` or None (no metric).
+        guard: the run's :class:`NonFiniteGuard` (nothing is written after a NaN).
+        enabled: False on non-chief workers (they neither decode nor write).
+        perplexity: also write ``val_perplexity`` = exp(val_loss) (pre-training: L1 only).
+    """
+
+    def __init__(self, out_dir, metric_fn=None, guard=None, enabled=True, perplexity=False):
+        super().__init__()
+        self.perplexity = perplexity
+        self.out_dir = str(out_dir)
+        self.metric_fn = metric_fn
+        self.guard = guard
+        self.enabled = enabled
+        self.csv_path = os.path.join(self.out_dir, "results.csv")
+        self.state_path = os.path.join(self.out_dir, "best.json")
+        self.best = self._read_state()
+
+    def _read_state(self):
+        if not os.path.exists(self.state_path):
+            return {"val_loss": None, "val_metric": None, "loss_epoch": None,
+                    "metric_epoch": None}
+        with open(self.state_path, encoding="utf-8") as handle:
+            return json.load(handle)
+
+    def forget_after(self, epoch):
+        """Drop results rows after ``epoch`` (1-based): a resumed run redoes them."""
+        if not os.path.exists(self.csv_path):
+            return
+        with open(self.csv_path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        self._write_rows([r for r in rows if int(r["epoch"]) <= epoch],
+                         list(rows[0]) if rows else None)
+
+    def _write_rows(self, rows, fields):
+        if not self.enabled:
+            return
+        fields = fields or list(TRAINING_LOG_COLUMNS)
+        with open(self.csv_path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.enabled or (self.guard is not None and self.guard.failure is not None):
+            return
+        logs = logs if logs is not None else {}
+        val_loss = _value(logs, "val_loss")
+        val_metric = self.metric_fn(self.model) if self.metric_fn is not None else None
+        if val_metric is not None:
+            logs["val_metric"] = val_metric
+        self.model.save(os.path.join(self.out_dir, MODEL_FILES["last"]))
+        if val_loss is not None and (self.best["val_loss"] is None
+                                     or val_loss < self.best["val_loss"]):
+            self.best.update(val_loss=val_loss, loss_epoch=epoch + 1)
+            self.model.save(os.path.join(self.out_dir, MODEL_FILES["best_loss"]))
+        if val_metric is not None and (self.best["val_metric"] is None
+                                       or val_metric > self.best["val_metric"]):
+            self.best.update(val_metric=val_metric, metric_epoch=epoch + 1)
+            self.model.save(os.path.join(self.out_dir, MODEL_FILES["best_metric"]))
+        with open(self.state_path, "w", encoding="utf-8") as handle:
+            json.dump(self.best, handle, indent=1)
+        row = {"epoch": epoch + 1, "loss": _value(logs, "loss"),
+               "val_loss": "" if val_loss is None else val_loss,
+               "val_metric": "" if val_metric is None else val_metric}
+        if self.perplexity:
+            row["val_perplexity"] = "" if val_loss is None else math.exp(min(val_loss, 700.0))
+        for term in ("task_loss", "lm_loss", "vanilla_loss", "val_task_loss", "val_lm_loss",
+                     "val_vanilla_loss"):
+            row[term] = "" if _value(logs, term) is None else _value(logs, term)
+        exists = os.path.exists(self.csv_path)
+        with open(self.csv_path, "a", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(row))
+            if not exists:
+                writer.writeheader()
+            writer.writerow(row)

@@ -1,0 +1,92 @@
+"""Training checkpoints: model, optimizer (step included) and dropout RNG state.
+
+We use ``tf.train.CheckpointManager`` rather than Keras ``BackupAndRestore``:
+BackupAndRestore only resumes at epoch boundaries, while the thesis runs
+checkpoint every 5,000 (pre-training) or 10,000 (general training) steps of
+very long epochs, and it does not work with our multi-worker loop.
+
+A checkpoint holds:
+
+- every model weight and every optimizer variable, the optimizer's
+  ``iterations`` included: the global step, from which the trainer derives
+  the epoch and the data position (the pipelines resume exactly at
+  ``start_batch=step``);
+- the state of every ``keras.random.SeedGenerator`` in the model (dropout):
+  Keras keeps these out of ``tf.train.Checkpoint`` tracking, so they are
+  added by hand. With them a resumed run draws the same dropout masks as an
+  uninterrupted one, and its final weights are the same.
+
+Example:
+    >>> ckpt = TrainingCheckpoint(model, "checkpoints/race/train_state", keep=5)
+    >>> step = ckpt.restore()          # 0 when there is nothing to restore
+    >>> ckpt.save()                    # ckpt-<step>
+"""
+
+import os
+import shutil
+
+import tensorflow as tf
+
+
+def seed_states(model):
+    """The RNG state variables of the model's seed generators (dropout)."""
+    return [v for v in model.non_trainable_variables if "seed_generator_state" in v.path]
+
+
+def _tf_variable(variable):
+    """The ``tf.Variable`` behind a Keras variable (TensorFlow backend)."""
+    return getattr(variable, "value", variable)
+
+
+class TrainingCheckpoint:
+    """Save and restore the whole training state every N steps; keep the last K.
+
+    Args:
+        model: a compiled keras.Model (its optimizer is built here if needed).
+        directory: where ``ckpt-<step>`` files go.
+        keep: how many checkpoints to keep.
+        is_chief: multi-worker training: every worker must call :meth:`save`
+            (the save reads distributed variables together), but only the chief
+            writes to ``directory``; the others write to a scratch directory
+            that is deleted again.
+    """
+
+    def __init__(self, model, directory, keep=5, is_chief=True, worker_id=0):
+        self.model = model
+        self.directory = str(directory)
+        self.is_chief = is_chief
+        optimizer = model.optimizer
+        if not optimizer.built:
+            optimizer.build(model.trainable_variables)
+        self.checkpoint = tf.train.Checkpoint(
+            model=model, optimizer=optimizer,
+            rng=[_tf_variable(v) for v in seed_states(model)])
+        target = self.directory if is_chief else os.path.join(
+            self.directory, f".worker_{worker_id}_scratch")
+        self.manager = tf.train.CheckpointManager(self.checkpoint, target, max_to_keep=keep,
+                                                  checkpoint_name="ckpt")
+
+    @property
+    def step(self):
+        """The global step: the optimizer's iteration count."""
+        return int(self.model.optimizer.iterations.numpy())
+
+    @property
+    def latest(self):
+        """Path prefix of the newest checkpoint in ``directory``, or None."""
+        return tf.train.latest_checkpoint(self.directory)
+
+    def restore(self):
+        """Restore the newest checkpoint if there is one; returns the restored step (or 0)."""
+        latest = self.latest
+        if latest is None:
+            return 0
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+        return self.step
+
+    def save(self):
+        """Write ``ckpt-<step>`` (every worker calls this; see ``is_chief``)."""
+        path = self.manager.save(checkpoint_number=self.step)
+        if not self.is_chief:
+            shutil.rmtree(self.manager.directory, ignore_errors=True)
+        return path

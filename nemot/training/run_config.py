@@ -1,0 +1,304 @@
+"""Run configs: one TOML file per thesis run (``configs/*.toml``), plus overrides.
+
+A run config has a few top-level keys and five tables::
+
+    name = "race"               # run name; output goes to checkpoints/<name> by default
+    kind = "finetune"           # "pretrain" | "finetune" | "general"
+    seed = 0
+    model_name = "nemot"        # "nemot" | "gpt2_baseline"
+    gpt2 = "gpt2_base_en"       # GPT-2 weights for the vanilla set (KerasHub preset / dir); optional
+
+    [model]      # NeMoTConfig fields; ``preset = "tiny"`` starts from a preset
+    [data]       # DataConfig: where the data is and how it is formatted
+    [train]      # TrainConfig: batch, epochs, checkpoints, precision, ...
+    [schedule]   # nemot.training.build_schedule table
+    [loss]       # NeMoTLoss weights (0 switches a term off)
+
+Overrides use dotted keys with TOML values, e.g. ``train.batch_size=4``,
+``schedule.rate=1e-4``, ``data.dir="/data/RACE"``, ``model.preset="tiny"``
+(a bare word that is not valid TOML is taken as a string: ``data.dataset=race``).
+
+Example:
+    >>> cfg = load_run_config("configs/race.toml", overrides=["train.batch_size=4"])
+    >>> cfg.train.batch_size
+    4
+"""
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+from nemot.config import NeMoTConfig
+from nemot.training.losses import NeMoTLoss
+
+KINDS = ("pretrain", "finetune", "general")
+MODEL_NAMES = ("nemot", "gpt2_baseline")
+MIXED_PRECISION = (None, "mixed_bfloat16", "mixed_float16")
+
+
+class RunConfigError(ValueError):
+    """A run config value is wrong; the message names the file and the key."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Where the training data is and how it is formatted.
+
+    Args:
+        dir: local directory of the raw files (C4 ``*.json.gz`` for pre-training,
+            the dataset's raw layout for fine-tuning, one sub-directory per
+            dataset name for general training); ``None`` loads from the hub.
+        dataset: registry name of the fine-tuning dataset (``race``, ``squad_v2``, ...).
+        datasets: general training: the pool's dataset names (empty = the seed datasets).
+        train_split, validation_split: split names (validation_split ``""`` = none).
+        task_token: output block / task token of fine-tuning examples (thesis: ``lm``);
+            ``None`` uses each example's own ``mqa``/``gqa``.
+        mode: ``dec`` or ``enc``.
+        mqa_mode: ``label`` or ``generate``.
+        pack: pre-training: pack documents into windows (off in the thesis).
+        file_order: pre-training: ``random`` (seeded) or ``directory`` (original code).
+        validation_examples: how many validation examples the metric decodes (0 = all).
+        validation_batches: how many validation batches the loss reads (0 = all).
+        max_new_tokens: decoding length limit for generation metrics.
+    """
+
+    dir: str | None = None
+    dataset: str | None = None
+    datasets: tuple = ()
+    train_split: str = "train"
+    validation_split: str = "dev"
+    task_token: str | None = None
+    mode: str = "dec"
+    mqa_mode: str = "label"
+    pack: bool = False
+    file_order: str = "random"
+    validation_examples: int = 0
+    validation_batches: int = 0
+    max_new_tokens: int = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """How long and how to train.
+
+    Args:
+        batch_size: GLOBAL batch size (split across replicas).
+        epochs: epochs to train.
+        steps_per_epoch: optimizer steps per epoch; 0 = one pass over the
+            training split (fine-tuning only).
+        checkpoint_every: save a training checkpoint every N steps (0 = at epoch ends only).
+        keep_checkpoints: how many training checkpoints to keep.
+        strategy: ``default`` (one device), ``mirrored`` or ``multi-worker``.
+        mixed_precision: ``None`` or a Keras dtype policy (``mixed_bfloat16``).
+        jit_compile: XLA-compile the train step.
+        decode_jit_compile: XLA-compile the validation decoding loop.
+        init_blocks_from_lm: general training: copy the ``lm`` output block into
+            ``mqa``/``gqa`` (thesis §3.5.3); False = leave them random, as the
+            original code did by accident (SPEC.md section 9).
+        init_from: a saved model (``.keras``, e.g. a pre-training run's
+            ``model_last.keras``) whose weights start this run, matched by name.
+        log_every: TensorBoard scalars every N steps.
+        verbose: Keras progress bar (1), one line per epoch (2) or none (0).
+    """
+
+    batch_size: int = 32
+    epochs: int = 1
+    steps_per_epoch: int = 0
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 5
+    strategy: str = "default"
+    mixed_precision: str | None = None
+    jit_compile: bool = False
+    decode_jit_compile: bool = True
+    init_blocks_from_lm: bool = True
+    init_from: str | None = None
+    log_every: int = 100
+    verbose: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A whole run: see the module docstring for the file layout."""
+
+    name: str
+    kind: str
+    model: NeMoTConfig
+    data: DataConfig = DataConfig()
+    train: TrainConfig = TrainConfig()
+    schedule: dict = dataclasses.field(default_factory=lambda: {"type": "constant", "rate": 1e-5})
+    loss: NeMoTLoss = NeMoTLoss()
+    seed: int = 0
+    model_name: str = "nemot"
+    gpt2: str | None = None
+    source: str = "<dict>"
+
+    def to_dict(self):
+        """A TOML-shaped dict (what ``run_config.toml`` in the output directory holds)."""
+        out = {"name": self.name, "kind": self.kind, "seed": self.seed,
+               "model_name": self.model_name}
+        if self.gpt2 is not None:
+            out["gpt2"] = self.gpt2
+        out["model"] = self.model.to_dict()
+        out["data"] = {k: (list(v) if isinstance(v, tuple) else v)
+                       for k, v in dataclasses.asdict(self.data).items() if v is not None}
+        out["train"] = {k: v for k, v in dataclasses.asdict(self.train).items() if v is not None}
+        out["schedule"] = dict(self.schedule)
+        out["loss"] = dataclasses.asdict(self.loss)
+        return out
+
+
+_TOP_LEVEL = {"name", "kind", "seed", "model_name", "gpt2"}
+_TABLES = {"model", "data", "train", "schedule", "loss"}
+
+
+def _table(cls, values, source, table):
+    """Build dataclass ``cls`` from ``values``, naming unknown keys and bad types."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise RunConfigError(f"{source}: [{table}]: unknown key(s) {unknown}; "
+                             f"expected some of {sorted(fields)}")
+    checked = {}
+    for key, value in values.items():
+        default = fields[key].default
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise RunConfigError(f"{source}: {table}.{key} = {value!r}: expected true or false")
+        if isinstance(default, int) and not isinstance(default, bool) and (
+                not isinstance(value, int) or isinstance(value, bool)):
+            raise RunConfigError(f"{source}: {table}.{key} = {value!r}: expected an integer")
+        if isinstance(default, float) and not isinstance(value, (int, float)):
+            raise RunConfigError(f"{source}: {table}.{key} = {value!r}: expected a number")
+        if isinstance(default, tuple):
+            if not isinstance(value, (list, tuple)):
+                raise RunConfigError(f"{source}: {table}.{key} = {value!r}: expected a list")
+            value = tuple(value)
+        checked[key] = value
+    return cls(**checked)
+
+
+def _choice(source, key, value, choices):
+    if value not in choices:
+        raise RunConfigError(f"{source}: {key} = {value!r}: expected one of {list(choices)}")
+
+
+def _model_config(values, source):
+    values = dict(values)
+    try:
+        base = NeMoTConfig.preset(values.pop("preset")) if "preset" in values else NeMoTConfig()
+        NeMoTConfig.from_dict(values, source=f"{source}: [model]")
+        return base.replace(**{k: (tuple(v) if k == "output_blocks" else v)
+                               for k, v in values.items()})
+    except (TypeError, ValueError) as error:
+        raise RunConfigError(f"{source}: [model]: {error}") from None
+
+
+def run_config_from_dict(data, source="<dict>"):
+    """A :class:`RunConfig` from a TOML-shaped dict; errors name ``source`` and the key."""
+    unknown = sorted(set(data) - _TOP_LEVEL - _TABLES)
+    if unknown:
+        raise RunConfigError(f"{source}: unknown key(s) {unknown}; expected top-level "
+                             f"{sorted(_TOP_LEVEL)} and tables {sorted(_TABLES)}")
+    for key in ("name", "kind"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise RunConfigError(f"{source}: {key}: expected a non-empty string, "
+                                 f"got {data.get(key)!r}")
+    _choice(source, "kind", data["kind"], KINDS)
+    _choice(source, "model_name", data.get("model_name", "nemot"), MODEL_NAMES)
+    for table in _TABLES:
+        if not isinstance(data.get(table, {}), dict):
+            raise RunConfigError(f"{source}: [{table}] must be a table")
+    model = _model_config(data.get("model", {}), source)
+    data_cfg = _table(DataConfig, data.get("data", {}), source, "data")
+    train = _table(TrainConfig, data.get("train", {}), source, "train")
+    loss = _table(NeMoTLoss, data.get("loss", {}), source, "loss")
+    _choice(source, "data.mode", data_cfg.mode, ("dec", "enc"))
+    _choice(source, "data.mqa_mode", data_cfg.mqa_mode, ("label", "generate"))
+    _choice(source, "data.file_order", data_cfg.file_order, ("random", "directory"))
+    _choice(source, "train.strategy", train.strategy, ("default", "mirrored", "multi-worker"))
+    _choice(source, "train.mixed_precision", train.mixed_precision, MIXED_PRECISION)
+    for key in ("batch_size", "epochs"):
+        if getattr(train, key) < 1:
+            raise RunConfigError(f"{source}: train.{key} = {getattr(train, key)}: expected >= 1")
+    if data["kind"] == "finetune" and not data_cfg.dataset:
+        raise RunConfigError(f"{source}: data.dataset: a finetune run needs a dataset name")
+    if data["kind"] != "finetune" and not train.steps_per_epoch:
+        raise RunConfigError(f"{source}: train.steps_per_epoch: a {data['kind']} run reads an "
+                             "infinite stream; give the steps per epoch")
+    if data.get("model_name") == "gpt2_baseline" and loss.vanilla_weight:
+        raise RunConfigError(f"{source}: loss.vanilla_weight = {loss.vanilla_weight}: the GPT-2 "
+                             "baseline has no vanilla set; set it to 0")
+    schedule = dict(data.get("schedule", {"type": "constant", "rate": 1e-5}))
+    from nemot.training.schedules import build_schedule
+
+    try:
+        build_schedule(schedule)
+    except ValueError as error:
+        raise RunConfigError(f"{source}: [schedule]: {error}") from None
+    return RunConfig(name=data["name"], kind=data["kind"], model=model, data=data_cfg,
+                     train=train, schedule=schedule, loss=loss, seed=int(data.get("seed", 0)),
+                     model_name=data.get("model_name", "nemot"), gpt2=data.get("gpt2"),
+                     source=source)
+
+
+def parse_override(text):
+    """``"train.batch_size=4"`` -> ``(("train", "batch_size"), 4)``; TOML values, else a string."""
+    if "=" not in text:
+        raise RunConfigError(f"override {text!r}: expected KEY=VALUE, e.g. train.batch_size=4")
+    key, raw = text.split("=", 1)
+    path = tuple(part.strip() for part in key.strip().split("."))
+    if not all(path) or len(path) > 2:
+        raise RunConfigError(f"override {text!r}: expected a key like 'seed' or 'train.batch_size'")
+    try:
+        value = tomllib.loads(f"value = {raw.strip()}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return path, value
+
+
+def apply_overrides(data, overrides):
+    """A copy of the TOML-shaped ``data`` with ``KEY=VALUE`` overrides applied."""
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    for text in overrides:
+        path, value = parse_override(text)
+        if len(path) == 1:
+            data[path[0]] = value
+        else:
+            if path[0] not in _TABLES:
+                raise RunConfigError(f"override {text!r}: unknown table {path[0]!r}; "
+                                     f"expected one of {sorted(_TABLES)}")
+            table = data.setdefault(path[0], {})
+            if path[0] == "schedule" and path[1] == "type" and value != table.get("type"):
+                table.clear()  # another schedule type: its old fields do not apply
+            table[path[1]] = value
+    return data
+
+
+def load_run_config(path, overrides=()):
+    """Read a TOML run config and apply ``overrides`` (``["train.batch_size=4", ...]``)."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunConfigError(f"{path}: no such run config") from None
+    except tomllib.TOMLDecodeError as error:
+        raise RunConfigError(f"{path}: not valid TOML: {error}") from None
+    return run_config_from_dict(apply_overrides(data, overrides), source=str(path))
+
+
+def dump_toml(data):
+    """A small TOML writer for :meth:`RunConfig.to_dict` (scalars, lists, one level of tables)."""
+    def value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for table, items in data.items():
+        if isinstance(items, dict):
+            lines += ["", f"[{table}]"]
+            lines += [f"{k} = {value(v)}" for k, v in items.items() if v is not None]
+    return "\n".join(lines) + "\n"
