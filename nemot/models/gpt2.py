@@ -261,14 +261,23 @@ def export_vanilla_set(model, out_dir):
     ``transformers``.
 
     Args:
-        model: a model with ``config`` and ``vanilla_set``.
+        model: a model with ``config`` and ``vanilla_set`` (NeMoT, the
+            baseline), or the path of one saved as a ``.keras`` file.
         out_dir: directory to write (created if missing).
 
     Returns:
         ``out_dir`` as a ``Path``.
+
+    Example:
+        >>> export_vanilla_set("checkpoints/nemot.keras", "gpt2_from_nemot")
     """
     from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
 
+    if isinstance(model, (str, os.PathLike)):
+        if Path(model).suffix != ".keras":
+            raise ValueError(f"{model}: expected a model saved as a .keras file "
+                             "(keras.Model.save), or the model itself")
+        model = keras.saving.load_model(model, compile=False)
     cfg = model.config
     check_gpt2_layout(cfg, f"export of the vanilla set to {out_dir}")
     backbone = GPT2Backbone(

@@ -203,6 +203,20 @@ def test_export_round_trip(loaded_nemot, tiny_config, hf_dir, tmp_path):
     np.testing.assert_allclose(ours[valid], expected[valid], atol=1e-5)
 
 
+def test_export_from_a_saved_nemot_checkpoint(loaded_nemot, tmp_path):
+    checkpoint = tmp_path / "nemot.keras"
+    loaded_nemot.save(checkpoint)
+    out = gpt2.export_vanilla_set(checkpoint, tmp_path / "from_checkpoint")
+    direct = gpt2.export_vanilla_set(loaded_nemot, tmp_path / "from_model")
+    from_checkpoint = load_file(str(out / "model.safetensors"))
+    from_model = load_file(str(direct / "model.safetensors"))
+    assert sorted(from_checkpoint) == sorted(from_model)
+    for key, value in from_model.items():
+        np.testing.assert_array_equal(from_checkpoint[key], value, err_msg=key)
+    with pytest.raises(ValueError, match="expected a model saved as a .keras file"):
+        gpt2.export_vanilla_set(tmp_path / "nemot.weights.h5", tmp_path / "never")
+
+
 # ------------------------------------------------------------------ GPT-2 baseline
 
 
