@@ -71,9 +71,17 @@ class StepCheckpoint(keras.callbacks.Callback):
 
     def _save(self):
         step = self.checkpoint.step
-        if self.guard.failure is None and step != self.last_saved:
-            self.checkpoint.save()
-            self.last_saved = step
+        if self.guard.failure is not None or step == self.last_saved:
+            return
+        # A step's loss is only seen one step later; the weights are checked
+        # now so that a saved checkpoint is always a good one.
+        if not all(bool(tf.reduce_all(tf.math.is_finite(v.value)))
+                   for v in self.model.trainable_variables):
+            self.guard.failure = f"weights became NaN or infinite at step {step}"
+            self.model.stop_training = True
+            return
+        self.checkpoint.save()
+        self.last_saved = step
 
     def on_train_batch_end(self, batch, logs=None):
         if self.every and self.checkpoint.step % self.every == 0:
