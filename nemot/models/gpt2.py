@@ -477,6 +477,10 @@ def greedy_decode(model, token_ids, max_new_tokens, stop_id=vocab.END_ID):
     """
     num_aux = model.config.num_aux_tokens
     prompts = np.asarray(token_ids, dtype="int32")
+    limit = num_aux + model.config.max_text_length
+    if prompts.shape[1] > limit:
+        raise ValueError(f"token_ids has {prompts.shape[1]} positions; the model takes at "
+                         f"most {limit} ({num_aux} auxiliary + max_text_length)")
     is_pad = prompts == vocab.PAD_ID
     lengths = np.argmax(np.concatenate([is_pad, np.ones_like(is_pad[:, :1])], 1), axis=1)
     for row, length in enumerate(lengths):
@@ -486,9 +490,9 @@ def greedy_decode(model, token_ids, max_new_tokens, stop_id=vocab.END_ID):
         if length <= num_aux:
             raise ValueError(f"token_ids row {row}: no text after the {num_aux} "
                              "auxiliary tokens")
-    width = min(prompts.shape[1] + max_new_tokens, num_aux + model.config.max_text_length)
+    width = min(prompts.shape[1] + max_new_tokens, limit)
     buffer = np.full((prompts.shape[0], width), vocab.PAD_ID, dtype="int32")
-    buffer[:, : min(prompts.shape[1], width)] = prompts[:, :width]
+    buffer[:, : prompts.shape[1]] = prompts
     generated = [[] for _ in lengths]
     active = lengths < width
     for _ in range(max_new_tokens):

@@ -301,10 +301,27 @@ def test_baseline_trains_and_decodes_greedily():
     assert generated == [[21, 22, vocab.END_ID], [41, vocab.END_ID]]
 
 
-def test_greedy_decode_rejects_left_padding(baseline):
+def test_greedy_decode_rejects_bad_prompts(baseline):
     ids = with_aux(np.array([[vocab.PAD_ID, 464, 3290]], "int32"))
     with pytest.raises(ValueError, match="row 0: <pad> before a non-pad token"):
         gpt2.greedy_decode(baseline, ids, 2)
+    limit = 3 + baseline.config.max_text_length
+    too_long = with_aux(np.full((1, limit - 2), 464, "int32"))
+    with pytest.raises(ValueError, match=f"token_ids has {limit + 1} positions; the model "
+                                         f"takes at most {limit}"):
+        gpt2.greedy_decode(baseline, too_long, 2)
+
+
+def test_greedy_decode_stops_at_the_text_length(baseline):
+    """A prompt that fills the text positions gets nothing; the other rows go on."""
+    n = baseline.config.max_text_length
+    ids = np.full((2, n), 464, "int32")
+    ids[1, 4:] = vocab.PAD_ID
+    generated = gpt2.greedy_decode(baseline, with_aux(ids), max_new_tokens=3)
+    assert generated[0] == []
+    assert 1 <= len(generated[1]) <= 3
+    logits = baseline({"token_ids": with_aux(ids[1:, :4])})["logits"].numpy()
+    assert generated[1][0] == int(np.argmax(logits[0, 3]))
 
 
 def test_baseline_is_serialisable(baseline, tmp_path):
