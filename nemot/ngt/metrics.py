@@ -117,13 +117,15 @@ def aggregate(runs):
 
     Args:
         runs: one metrics dict (fractions) per run, e.g. each run's best epoch.
+            With a single run the SD is NaN (undefined), not 0.
     """
-    if len(runs) < 2:
-        raise ValueError(f"{len(runs)} run(s): the sample SD needs at least 2")
+    if not runs:
+        raise ValueError("no runs to aggregate")
     out = {}
     for metric in runs[0]:
         values = [100 * run[metric] for run in runs]
-        out[metric] = (round(statistics.fmean(values), 2), round(statistics.stdev(values), 2))
+        sd = statistics.stdev(values) if len(values) > 1 else math.nan
+        out[metric] = (round(statistics.fmean(values), 2), round(sd, 2))
     return out
 
 

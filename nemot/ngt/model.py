@@ -277,7 +277,7 @@ class NGTModel(keras.Model):
         return cls(**config)
 
 
-def load_backbone(backbone):
+def load_backbone(backbone, load_weights=True):
     """A ``BertBackbone`` from a spec.
 
     Args:
@@ -285,11 +285,12 @@ def load_backbone(backbone):
             directory, a Hugging Face BERT checkpoint directory (``config.json``
             + ``model.safetensors``; converted by KerasHub), or a dict of
             ``BertBackbone`` sizes for random weights (e.g. ``BERT_LARGE_CASED``).
+        load_weights: False: the preset's architecture with random weights.
     """
     if isinstance(backbone, dict):
         return keras_hub.models.BertBackbone(**backbone)
     if isinstance(backbone, str):
-        return keras_hub.models.BertBackbone.from_preset(backbone)
+        return keras_hub.models.BertBackbone.from_preset(backbone, load_weights=load_weights)
     raise TypeError(f"backbone is {type(backbone).__name__}: expected a preset name, a directory or a dict of sizes")
 
 

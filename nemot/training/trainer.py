@@ -61,6 +61,7 @@ class TrainResult:
     epochs_done: int
     best: dict
     history: dict
+    model: object = None
 
 
 @dataclasses.dataclass
@@ -321,7 +322,7 @@ def _limited(validation, batches, batch_size, input_context):
     return dataset.take(batches * per_pipeline)
 
 
-def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None):
+def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None, callbacks=()):
     """Train (or resume) the run ``cfg``; see the module docstring.
 
     Args:
@@ -331,6 +332,7 @@ def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None):
         tokenizer: for the data (default the offline GPT-2 tokenizer).
         source: a :class:`DataSource` replacing the one ``cfg.data`` describes
             (e.g. :func:`examples_source` of synthetic examples).
+        callbacks: more Keras callbacks, run after the trainer's own.
 
     Raises:
         cb.TrainingDiverged: the loss became NaN or infinite; the newest
@@ -343,12 +345,12 @@ def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None):
         keras.config.set_dtype_policy(cfg.train.mixed_precision)
     try:
         return _train(cfg, out_dir, strategy or distributed.make_strategy(cfg.train.strategy),
-                      source or data_source(cfg, tokenizer))
+                      source or data_source(cfg, tokenizer), list(callbacks))
     finally:
         keras.config.set_dtype_policy(previous_policy)
 
 
-def _train(cfg, out_dir, strategy, source):
+def _train(cfg, out_dir, strategy, source, extra_callbacks):
     is_chief, worker = distributed.worker_info(strategy)
     os.makedirs(out_dir, exist_ok=True)
     if is_chief:
@@ -360,14 +362,14 @@ def _train(cfg, out_dir, strategy, source):
                                         keep=cfg.train.keep_checkpoints, is_chief=is_chief,
                                         worker_id=worker)
         step = checkpoint.restore()
-    spe, epochs = source.steps_per_epoch, cfg.train.epochs
+    spe, epochs = cfg.train.steps_per_epoch or source.steps_per_epoch, cfg.train.epochs
     guard = cb.NonFiniteGuard()
     validation = cb.EpochValidation(out_dir, source.metric, guard, enabled=is_chief,
                                     perplexity=cfg.kind == "pretrain")
     validation.forget_after(step // spe)
     callbacks = [guard, validation, cb.StepCheckpoint(checkpoint, cfg.train.checkpoint_every, guard),
                  cb.ScalarLogger(os.path.join(out_dir, "logs"), cfg.train.log_every,
-                                 enabled=is_chief)]
+                                 enabled=is_chief)] + extra_callbacks
     history = {}
     # At most two segments: the rest of an interrupted epoch, then whole epochs.
     while step < spe * epochs and guard.failure is None:
@@ -394,4 +396,4 @@ def _train(cfg, out_dir, strategy, source):
             f"good checkpoint is {checkpoint.latest or '(none yet)'} (resume from it with a "
             "lower learning rate, or check the data)")
     return TrainResult(out_dir=out_dir, step=step, epochs_done=step // spe,
-                       best=dict(validation.best), history=history)
+                       best=dict(validation.best), history=history, model=model)

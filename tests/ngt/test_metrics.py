@@ -70,8 +70,8 @@ def test_aggregate_uses_percent_and_the_sample_sd():
     out = metrics.aggregate(runs)
     assert out["f1"][0] == pytest.approx(55.93, abs=1e-9)
     assert out["f1"][1] == round(statistics.stdev([75.1, 75.1, 17.6]), 2) == 33.2  # n - 1, not n
-    with pytest.raises(ValueError, match="at least 2"):
-        metrics.aggregate(runs[:1])
+    single = metrics.aggregate(runs[:1])
+    assert single["em"][0] == 74.5 and math.isnan(single["em"][1])
 
 
 def test_best_epoch_uses_the_mean_of_the_task_metrics():
