@@ -171,7 +171,7 @@ def windows(offsets, n, pack=False):
         boundaries = np.unique(offsets[1:])
         ignored = (np.searchsorted(boundaries, starts + lengths, "right")
                    - np.searchsorted(boundaries, starts, "right"))
-        keep = lengths >= ignored
+        keep = lengths > ignored
         return starts[keep], lengths[keep]
     doc_lengths = np.diff(offsets)
     counts = np.where(doc_lengths >= 2, (doc_lengths - 2) // n + 1, 0)

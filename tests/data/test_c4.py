@@ -59,6 +59,10 @@ def test_packing_concatenates_documents_and_ignores_cross_document_targets():
     token_ids, targets = c4.materialize(ids, offsets, starts, lengths, 4)
     assert token_ids[:, 3:].tolist() == [[10, 11, 12, 20], [21, 30, 40, 41], [42, 43, PAD, PAD]]
     assert targets.tolist() == [[11, 12, IGN, 21], [IGN, IGN, 41, 42], [43, IGN, IGN, IGN]]
+    # A window whose every target is ignored (one-token documents) is dropped.
+    one_token_docs = np.array([0, 4, 5, 6])
+    assert c4.windows(one_token_docs, 4, pack=True)[0].tolist() == [0]
+    assert c4.windows(one_token_docs, 4, pack=False)[0].tolist() == [0]
 
 
 def test_dataset_windows_match_the_tokenised_document(tmp_path, tok):
