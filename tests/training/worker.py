@@ -1,0 +1,88 @@
+"""A tiny synthetic training run in its own process, for the subprocess tests.
+
+    python -m tests.training.worker OUT [--strategy S] [--devices K] [--hang-at N]
+        [--dropout P] [--steps N]
+
+Trains a tiny NeMoT on the synthetic multiple-choice task through
+``nemot.training.trainer.train`` and writes ``OUT/weights.npz`` (every weight,
+by path) and ``OUT/history.json``. ``--devices K`` splits the CPU into K
+logical devices first (must happen before TensorFlow initialises);
+``--hang-at N`` prints ``HANGING`` after step N and sleeps, so that a test can
+kill the process there.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def tiny_run_config(name, *, steps, checkpoint_every, strategy="default", dropout=0.1,
+                    batch_size=4, n=20):
+    from nemot.training.run_config import run_config_from_dict
+
+    return run_config_from_dict({
+        "name": name, "kind": "finetune", "seed": 3,
+        "model": {"preset": "tiny", "max_text_length": n, "dropout": dropout},
+        "data": {"dataset": "synthetic_choice", "validation_split": ""},
+        "train": {"batch_size": batch_size, "epochs": 2, "steps_per_epoch": steps // 2,
+                  "checkpoint_every": checkpoint_every, "strategy": strategy, "verbose": 0},
+        "schedule": {"type": "constant", "rate": 1e-3}})
+
+
+def tiny_source(batch_size=4, n=20):
+    from nemot.data import Formatter, Tokenizer
+    from nemot.training import synthetic, trainer
+
+    examples = Formatter(Tokenizer(), max_text_length=n).format_batch(
+        synthetic.choice_examples(24, seed=5))
+    return trainer.examples_source(examples, batch_size=batch_size, max_text_length=n)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--strategy", default="default")
+    parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--hang-at", type=int, default=0)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--checkpoint-every", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    import tensorflow as tf
+
+    if args.devices > 1:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * args.devices)
+    import keras
+
+    from nemot.training import trainer
+
+    class Hang(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(self.model.optimizer.iterations.numpy()) == args.hang_at:
+                print("HANGING", flush=True)
+                time.sleep(600)
+
+    cfg = tiny_run_config("worker", steps=args.steps, checkpoint_every=args.checkpoint_every,
+                          strategy=args.strategy, dropout=args.dropout)
+    result = trainer.train(cfg, out_dir=args.out, source=tiny_source(),
+                           callbacks=[Hang()] if args.hang_at else [])
+    # Every worker of a multi-worker run writes its own weights file.
+    tag = os.environ.get("WORKER_TAG", "")
+    np.savez(os.path.join(args.out, f"weights{tag}.npz"),
+             **{v.path.split("/", 1)[-1]: np.asarray(v.numpy()) for v in result.model.weights})
+    with open(os.path.join(args.out, f"history{tag}.json"), "w") as handle:
+        json.dump({"history": result.history, "step": result.step}, handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
