@@ -10,6 +10,8 @@ from nemot import vocab
 THESIS_OUTPUT_BLOCKS = (
     "lm", "mqa", "gqa", "highlighting_rs", "summarize_rs", "paraphrase_rs",
 )
+# Reading strategies of thesis s.3.4.3 (nemot.layers.reading_strategies).
+STRATEGIES = frozenset(("aoi", "highlighting"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +51,14 @@ class NeMoTConfig:
             the key weights (no W_V).
         compat_route_by_first_example: original-code behaviour: the whole batch
             uses the output block of its first example.
+        reading_strategies: reading strategies (thesis s.3.4.3): ``()``,
+            ``("aoi",)``, ``("highlighting",)`` or both; highlighting needs the
+            input ``"pos_tags"`` (``nemot.data.pos_tags``).
+        reading_strategy_position: ``"vanilla_output"`` (thesis) or
+            ``"embeddings"`` (right after the embeddings, the thesis' expectation).
+        compat_aoi_bias: original code: biases on the AOI projections W1..W4.
+        compat_tag_words_alone: original code: POS-tag every word alone instead
+            of in context (read by the data pipeline, not by the model).
     """
 
     vocab_size: int = vocab.VOCAB_SIZE
@@ -74,6 +84,10 @@ class NeMoTConfig:
     kernel_l2: float = 0.0
     compat_values_use_key_weights: bool = False
     compat_route_by_first_example: bool = False
+    reading_strategies: tuple = ()
+    reading_strategy_position: str = "vanilla_output"
+    compat_aoi_bias: bool = False
+    compat_tag_words_alone: bool = False
 
     def __post_init__(self):
         blocks = tuple(self.output_blocks)
@@ -96,6 +110,13 @@ class NeMoTConfig:
         object.__setattr__(self, "num_output_blocks", count)
         _check_choice("position_encoding", self.position_encoding, ("learned", "sinusoidal"))
         _check_choice("aux_embedding", self.aux_embedding, ("separate", "shared"))
+        strategies = tuple(self.reading_strategies)
+        if len(set(strategies)) != len(strategies) or not set(strategies) <= STRATEGIES:
+            raise ValueError(f"reading_strategies={strategies}: expected distinct names "
+                             f"among {sorted(STRATEGIES)}")
+        object.__setattr__(self, "reading_strategies", strategies)
+        _check_choice("reading_strategy_position", self.reading_strategy_position,
+                      ("vanilla_output", "embeddings"))
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
@@ -131,6 +152,7 @@ class NeMoTConfig:
     def to_dict(self):
         data = dataclasses.asdict(self)
         data["output_blocks"] = list(self.output_blocks)
+        data["reading_strategies"] = list(self.reading_strategies)
         return data
 
     @classmethod
