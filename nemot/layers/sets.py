@@ -31,15 +31,17 @@ class _ConfiguredLayer(keras.layers.Layer):
     def _regularizer(self):
         return keras.regularizers.L2(self.config.kernel_l2) if self.config.kernel_l2 else None
 
-    def _stack(self, count, normalize_first, activation, prefix):
+    def _stack(self, count, normalize_first, activation, prefix, values_use_key_weights=None):
         cfg = self.config
+        if values_use_key_weights is None:
+            values_use_key_weights = cfg.compat_values_use_key_weights
         return [
             TransformerLayer(
                 cfg.num_heads, cfg.d_ff, dropout=cfg.dropout,
                 attention_dropout=cfg.attention_dropout,
                 layer_norm_epsilon=cfg.layer_norm_epsilon, normalize_first=normalize_first,
                 activation=activation,
-                values_use_key_weights=cfg.compat_values_use_key_weights,
+                values_use_key_weights=values_use_key_weights,
                 kernel_regularizer=self._regularizer(), name=f"{prefix}_{i}",
                 dtype=self.dtype_policy,
             )
@@ -98,8 +100,10 @@ class VanillaSet(_ConfiguredLayer):
                 dtype=self.dtype_policy)
             self.position_embedding.build(None)
         self.embeddings_dropout = keras.layers.Dropout(cfg.dropout)
+        # GPT-2 itself always had W_V: the original code's missing value
+        # projection was in its own NM and output layers only (thesis counts).
         self.transformer_layers = self._stack(cfg.num_vanilla_layers, True, "gelu_tanh",
-                                              "transformer_layer")
+                                              "transformer_layer", values_use_key_weights=False)
         for layer in self.transformer_layers:
             layer.build((None, None, cfg.d_model))
         self.layer_norm = keras.layers.LayerNormalization(

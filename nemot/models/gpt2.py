@@ -32,7 +32,7 @@ from keras import ops
 from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.layers.sets import VanillaSet
-from nemot.training.losses import NeMoTLoss
+from nemot.training.losses import CombinedLossMixin, NeMoTLoss
 
 # Vanilla-set sizes of the GPT-2 models (NeMoTConfig fields, on top of the thesis preset).
 GPT2_SIZES = {
@@ -166,9 +166,6 @@ def check_gpt2_layout(config, what):
     if config.position_encoding != "learned":
         raise ValueError(f"{what}: position_encoding is {config.position_encoding!r} in the "
                          "model config; GPT-2's wpe needs 'learned'")
-    if config.compat_values_use_key_weights:
-        raise ValueError(f"{what}: the model config has compat_values_use_key_weights=True, "
-                         "so the vanilla set has no W_V for GPT-2's value weights")
     if config.vocab_size < vocab.GPT2_VOCAB_SIZE:
         raise ValueError(f"{what}: vocab_size is {config.vocab_size} in the model config; "
                          f"GPT-2 needs at least {vocab.GPT2_VOCAB_SIZE} rows")
@@ -300,39 +297,6 @@ def export_vanilla_set(model, out_dir):
 
 
 # ---------------------------------------------------------------- the GPT-2 baseline
-
-class CombinedLossMixin:
-    """``compile``/``compute_loss`` with a ``NeMoTLoss`` and one metric per loss term.
-
-    A model sets ``loss_terms`` (the terms it can produce) and
-    ``default_loss``, and calls ``_init_loss_terms()`` in ``__init__``.
-    """
-
-    loss_terms = ("task", "lm", "vanilla")
-    default_loss = NeMoTLoss()
-
-    def _init_loss_terms(self):
-        self.nemot_loss = None
-        self._loss_term_trackers = {
-            term: keras.metrics.Mean(name=f"{term}_loss") for term in self.loss_terms
-        }
-
-    def compile(self, optimizer="adam", loss=None, **kwargs):
-        """``loss`` is a ``nemot.training.NeMoTLoss`` (default: ``default_loss``)."""
-        self.nemot_loss = loss if loss is not None else self.default_loss
-        super().compile(optimizer=optimizer, **kwargs)
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        if self.nemot_loss is None:
-            raise ValueError("compile the model first: model.compile(optimizer, "
-                             "loss=nemot.training.NeMoTLoss(...))")
-        total = self.nemot_loss(y, y_pred, tracker=self)
-        if self.losses:
-            from keras.src.losses.loss import scale_loss_for_distribution
-
-            total = total + scale_loss_for_distribution(ops.sum(self.losses))
-        return total
-
 
 def _as_config(config):
     return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config

@@ -18,13 +18,14 @@ from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.layers.masks import attention_mask, mask_from_positions
 from nemot.layers.sets import Gate, NeuromodulatorySet, OutputSet, VanillaSet
+from nemot.training.losses import CombinedLossMixin
 
 MODE_POSITION = 1
 TASK_POSITION = 2
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class NeMoT(keras.Model):
+class NeMoT(CombinedLossMixin, keras.Model):
     """The NeMoT model: vanilla set, neuromodulatory set, gate, output set, heads.
 
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first,
@@ -67,10 +68,7 @@ class NeMoT(keras.Model):
             self.vanilla_head = keras.layers.Dense(cfg.vocab_size,
                                                    kernel_regularizer=regularizer,
                                                    name="vanilla_head")
-        self.nemot_loss = None
-        self._loss_term_trackers = {
-            term: keras.metrics.Mean(name=f"{term}_loss") for term in ("task", "lm", "vanilla")
-        }
+        self._init_loss_terms()
 
     def build(self, input_shape=None):
         cfg = self.config
@@ -205,26 +203,6 @@ class NeMoT(keras.Model):
                      "output": output_cache}
         return self.head(y), new_cache
 
-    # ---- training (the Keras 3 way: compile + compute_loss) ----
-
-    def compile(self, optimizer="adam", loss=None, **kwargs):
-        """``loss`` is a ``nemot.training.NeMoTLoss`` (default: thesis weights 1, 0.2, 0.5)."""
-        from nemot.training.losses import NeMoTLoss
-
-        self.nemot_loss = loss if loss is not None else NeMoTLoss()
-        super().compile(optimizer=optimizer, **kwargs)
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        if self.nemot_loss is None:
-            raise ValueError("compile the model first: model.compile(optimizer, "
-                             "loss=nemot.training.NeMoTLoss(...))")
-        total = self.nemot_loss(y, y_pred, tracker=self)
-        if self.losses:
-            from keras.src.losses.loss import scale_loss_for_distribution
-
-            total = total + scale_loss_for_distribution(ops.sum(self.losses))
-        return total
-
     def get_config(self):
         return {"config": self.config.to_dict(), "return_gates": self.return_gates,
                 "name": self.name}
@@ -261,8 +239,13 @@ def parameter_breakdown(model):
 
     Keys: ``vanilla_set``, ``aux_embedding``, ``neuromodulatory_set``,
     ``output_set`` (all blocks), ``head``, ``vanilla_head``, ``total``, and
-    ``output_blocks`` with the count of each named block.
+    ``output_blocks`` with the count of each named block. For the GPT-2
+    baseline: ``vanilla_set``, ``head`` and ``total``.
     """
+    if not isinstance(model, NeMoT):
+        from nemot.models.gpt2 import baseline_parameter_breakdown
+
+        return baseline_parameter_breakdown(model)
     parts = {
         "vanilla_set": _count(model.vanilla_set),
         "aux_embedding": _count(model.aux_embedding) if model.config.aux_embedding == "separate" else 0,

@@ -102,3 +102,36 @@ def _track(model, values):
     for name, value in values.items():
         # Each replica holds sum/global_count; the metric averages replicas.
         trackers[name].update_state(value * replicas)
+
+
+class CombinedLossMixin:
+    """``compile``/``compute_loss`` with a ``NeMoTLoss`` and one metric per loss term.
+
+    A model sets ``loss_terms`` (the terms it can produce) and
+    ``default_loss``, and calls ``_init_loss_terms()`` in ``__init__``.
+    """
+
+    loss_terms = ("task", "lm", "vanilla")
+    default_loss = NeMoTLoss()
+
+    def _init_loss_terms(self):
+        self.nemot_loss = None
+        self._loss_term_trackers = {
+            term: keras.metrics.Mean(name=f"{term}_loss") for term in self.loss_terms
+        }
+
+    def compile(self, optimizer="adam", loss=None, **kwargs):
+        """``loss`` is a ``nemot.training.NeMoTLoss`` (default: ``default_loss``)."""
+        self.nemot_loss = loss if loss is not None else self.default_loss
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if self.nemot_loss is None:
+            raise ValueError("compile the model first: model.compile(optimizer, "
+                             "loss=nemot.training.NeMoTLoss(...))")
+        total = self.nemot_loss(y, y_pred, tracker=self)
+        if self.losses:
+            from keras.src.losses.loss import scale_loss_for_distribution
+
+            total = total + scale_loss_for_distribution(ops.sum(self.losses))
+        return total

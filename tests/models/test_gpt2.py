@@ -144,13 +144,18 @@ def test_size_mismatch_names_field_and_both_values(hf_dir):
         gpt2.check_sizes(wrong, sizes, hf_dir)
 
 
-@pytest.mark.parametrize("change,message", [
-    (dict(compat_values_use_key_weights=True), "no W_V"),
-    (dict(position_encoding="sinusoidal"), "position_encoding is 'sinusoidal'"),
-])
-def test_vanilla_set_without_a_gpt2_weight_is_refused(hf_dir, tiny_config, change, message):
-    with pytest.raises(ValueError, match=message):
-        gpt2.check_sizes(tiny_config.replace(**change), gpt2.gpt2_sizes(hf_dir), hf_dir)
+def test_vanilla_set_without_a_gpt2_weight_is_refused(hf_dir, tiny_config):
+    with pytest.raises(ValueError, match="position_encoding is 'sinusoidal'"):
+        gpt2.check_sizes(tiny_config.replace(position_encoding="sinusoidal"),
+                         gpt2.gpt2_sizes(hf_dir), hf_dir)
+
+
+def test_original_attention_compat_still_starts_from_gpt2(hf_dir, tiny_config):
+    """The original code lacked W_V in its own NM/output layers; GPT-2 kept it."""
+    compat = tiny_config.replace(compat_values_use_key_weights=True)
+    gpt2.check_sizes(compat, gpt2.gpt2_sizes(hf_dir), hf_dir)
+    model = nemot.build_model(compat, gpt2=hf_dir)
+    assert model.vanilla_set.transformer_layers[0].self_attention.value_dense.kernel.shape[0] == D
 
 
 def test_bad_sources_give_clear_errors(tmp_path, hf_dir):

@@ -158,9 +158,13 @@ def test_compat_route_by_first_example():
 def test_compat_values_use_key_weights_has_no_value_projection():
     keras.utils.set_random_seed(2)
     compat = nemot.build_model(TINY.replace(compat_values_use_key_weights=True))
-    attention = compat.vanilla_set.transformer_layers[0].self_attention
-    assert not hasattr(attention, "value_dense")
-    assert not any("value" in w.path for w in compat.weights)
+    for layers in (compat.neuromodulatory_set.transformer_layers,
+                   compat.output_set.blocks["lm"].transformer_layers):
+        assert not hasattr(layers[0].self_attention, "value_dense")
+    # GPT-2, the vanilla set, always had W_V.
+    assert hasattr(compat.vanilla_set.transformer_layers[0].self_attention, "value_dense")
+    values = [w for w in compat.weights if "value" in w.path]
+    assert values and all("vanilla_set" in w.path for w in values)
     assert np.isfinite(logits(compat, batch([[5, 6, 7]]))).all()
 
 
