@@ -55,7 +55,7 @@ class GatingBlock(keras.layers.Layer):
     >>> import numpy as np
     >>> block = GatingBlock(num_layers=1, num_heads=2, intermediate_dim=16)
     >>> h = np.ones((2, 5, 8), "float32")
-    >>> block(h, padding_mask=np.ones((2, 5), "int32")).shape
+    >>> tuple(block(h, padding_mask=np.ones((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 
@@ -161,8 +161,8 @@ class NGTModel(keras.Model):
     >>> model = NGTModel(backbone, gate_position=1, num_gating_layers=1)
     >>> x = {"token_ids": np.ones((2, 6), "int32"), "segment_ids": np.zeros((2, 6), "int32"),
     ...      "padding_mask": np.ones((2, 6), "int32")}
-    >>> model(x).shape
-    TensorShape([2, 1])
+    >>> tuple(model(x).shape)
+    (2, 1)
     """
 
     def __init__(

@@ -1,0 +1,159 @@
+"""NGT runner: experiment configs, a fit on a synthetic pair task, and the CLI end to end on fixtures."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nemot.ngt import cli
+from nemot.ngt.superglue import PairRow, TaskData
+from nemot.ngt.train import Experiment, TaskPlan, Variant, collect, train_run
+from tests.ngt.conftest import make_vocab
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "ngt"
+
+# Paper Table 3: (epochs in Table 1, decay_steps).
+TABLE3 = {
+    "BoolQ": (10, 11790), "CB": (10, 320), "COPA": (10, 1000), "MultiRC": (5, 17030),
+    "ReCoRD": (1, 147425), "RTE": (10, 3120), "WiC": (10, 6790), "WSC": (10, 700),
+}
+
+
+def test_table1_config_matches_the_paper():
+    exp = Experiment.from_toml(CONFIGS / "table1.toml")
+    assert [(v.name, v.gating) for v in exp.variants] == [
+        ("no-gating-block", "no-gating-block"),
+        ("neuromodulated-gating", "neuromodulated-gating"),
+        ("non-neuromodulated-gating", "non-neuromodulated-gating"),
+    ]
+    assert exp.variant("neuromodulated-gating").gate_position == 21
+    assert {t: (p.epochs, p.decay_steps) for t, p in exp.tasks.items()} == TABLE3
+    assert (exp.batch_size, exp.learning_rate, exp.weight_decay, exp.beta_1, exp.beta_2) == (8, 1e-5, 0.01, 0.9, 0.999)
+    assert exp.sequence_length == 512 and exp.num_gating_layers == 3 and len(exp.seeds) == 3
+    assert all(p.aux_tokens == () for p in exp.tasks.values())  # no auxiliary tokens in the paper
+
+
+def test_table4_config_stops_early_on_the_full_cosine():
+    exp = Experiment.from_toml(CONFIGS / "table4.toml")
+    assert {v.name: (v.gating, v.gate_position) for v in exp.variants} == {
+        "gating-start": ("neuromodulated-gating", 3),
+        "gating-end": ("neuromodulated-gating", 21),
+    }
+    assert {t: (p.epochs, p.decay_steps) for t, p in exp.tasks.items()} == {
+        t: (1 if t == "ReCoRD" else 3, steps) for t, (_, steps) in TABLE3.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"optimizer": "adam"}, r"key 'optimizer': expected one of"),
+        ({"train": {"lr": 1e-5}}, r"key 'train.lr': expected one of"),
+        ({"variants": {"x": {"gating": "gated"}}}, r"key 'variants.x.gating': expected one of"),
+        ({"tasks": {"RTE": {"decay_steps": 5}}}, r"key 'tasks.RTE': expected keys epochs \(required\)"),
+        ({"tasks": {"MNLI": {"epochs": 1}}}, r"key 'tasks.MNLI': expected a SuperGLUE task"),
+        ({"seeds": "0"}, r"key 'seeds': expected a list of integers"),
+    ],
+)
+def test_bad_configs_name_the_key(tmp_path, patch, message):
+    raw = {
+        "name": "x", "output_dir": str(tmp_path), "seeds": [0],
+        "variants": {"v": {"gating": "no-gating-block"}}, "tasks": {"RTE": {"epochs": 1}},
+    }
+    raw.update(patch)
+    with pytest.raises(ValueError, match=message) as info:
+        Experiment.from_dict(raw, source="exp.toml")
+    assert str(info.value).startswith("exp.toml, key")
+
+
+def _match_rows(n, seed, colours=("red", "green", "blue")):
+    """A pair task: is B's colour the colour in A? (needs both segments)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        a, b = rng.choice(colours, 2)
+        rows.append(PairRow((str(a),), (str(b),), int(a == b), str(i)))
+    return TaskData("RTE", "synthetic", rows)
+
+
+def test_fits_a_synthetic_pair_task_to_high_accuracy(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(make_vocab(["red green blue"])) + "\n")
+    n_vocab = len(vocab.read_text().split())
+    exp = Experiment(
+        name="fit", output_dir=str(tmp_path), seeds=(0,), data_dir=None,
+        variants=(Variant("ngt", "neuromodulated-gating", gate_position=1),),
+        tasks={"RTE": TaskPlan(epochs=7)},
+        backbone=dict(vocabulary_size=n_vocab, num_layers=2, num_heads=2, hidden_dim=32,
+                      intermediate_dim=64, max_sequence_length=8),
+        tokenizer=str(vocab), sequence_length=8, num_gating_layers=1, batch_size=32, learning_rate=2e-3,
+    )
+    val = _match_rows(128, 1)
+    majority = max(np.mean([r.label for r in val.rows]), 1 - np.mean([r.label for r in val.rows]))
+    epochs = train_run(exp, "RTE", exp.variants[0], 0, _match_rows(1024, 0), val, out_dir=tmp_path / "run")
+    assert majority < 0.7
+    assert epochs[-1]["acc"] >= 0.95
+    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [line["epoch"] for line in logged] == list(range(1, 8))
+    assert logged[-1]["loss"] < logged[0]["loss"]
+
+
+def test_cli_trains_reports_and_counts_on_superglue_files(tmp_path, superglue_dir, vocab_file, capsys):
+    n_vocab = len(vocab_file.read_text().split())
+    config = tmp_path / "tiny.toml"
+    config.write_text(f"""
+name = "tiny"
+output_dir = "{tmp_path / 'runs'}"
+seeds = [0, 1]
+[model]
+tokenizer = "{vocab_file}"
+sequence_length = 48
+num_gating_layers = 1
+[model.backbone]
+vocabulary_size = {n_vocab}
+num_layers = 2
+num_heads = 2
+hidden_dim = 8
+intermediate_dim = 16
+max_sequence_length = 48
+[train]
+batch_size = 4
+run_eagerly = true  # tracing would dominate these two-step epochs
+[data]
+dir = "{superglue_dir}"
+[variants.plain]
+gating = "no-gating-block"
+[variants.ngt]
+gating = "neuromodulated-gating"
+gate_position = 1
+[tasks.CB]
+epochs = 2
+[tasks.ReCoRD]
+epochs = 1
+aux_tokens = ["[unused1]"]
+""")
+    assert cli.main(["train", "--config", str(config), "--verbose", "0", "--variants", "ngt"]) == 0
+    assert cli.main(["train", "--config", str(config), "--verbose", "0", "--variants", "plain",
+                     "--tasks", "CB"]) == 0
+    runs = collect(tmp_path / "runs")
+    assert {v: sorted(t) for v, t in runs.items()} == {"ngt": ["CB", "ReCoRD"], "plain": ["CB"]}
+    assert [len(epochs) for epochs in runs["ngt"]["CB"]] == [2, 2]  # two seeds, two epochs each
+    assert set(runs["ngt"]["ReCoRD"][0][0]) == {"f1", "em"}
+
+    capsys.readouterr()
+    assert cli.main(["report", "--config", str(config)]) == 0
+    table = capsys.readouterr().out
+    lines = table.splitlines()
+    assert lines[0] == "| Task | Metric | plain | ngt |"
+    assert any(line.startswith("| CB | F1/Acc |") for line in lines)
+    assert any(line.startswith("| ReCoRD | F1/EM | – |") for line in lines)
+    assert any(line.startswith("| **Mean** |") for line in lines)
+    assert any(line.startswith("| plain vs ngt |") for line in lines)
+    report = json.loads((tmp_path / "runs" / "report.json").read_text())
+    assert set(report["significance"]["plain vs ngt"]["per_task"]) == {"CB"}
+
+    assert cli.main(["params", "--config", str(config), "--num-classes", "3"]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    layer = 4 * (8 * 8 + 8) + 2 * 16 + (8 * 16 + 16) + (16 * 8 + 8)  # one BERT layer of width 8
+    assert counts["ngt"] - counts["plain"] == layer  # one gating layer
