@@ -4,6 +4,8 @@ Reading order of ``NeMoT.call``::
 
     aux, text   = token_ids[:, :3], token_ids[:, 3:]      # [<cls>, <mode>, <task>] + text
     v           = vanilla_set(text)                      # GPT-2, eqs. 3.1-3.5
+    v           = reading_strategies(v, text, pos_tags)  # optional, thesis s.3.4.3 (or after
+                                                         # the embeddings); vanilla head: raw v
     gates       = neuromodulatory_set([aux_emb ; v])     # sigmoid(Drop(NM(.))), eqs. 3.6-3.7
     x_gate      = gates[:, 3:] * v                       # the gate, eq. 3.8
     y           = output_set[task](x_gate)               # eqs. 3.9-3.13, per example
@@ -17,6 +19,7 @@ from keras import ops
 from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.layers.masks import attention_mask, mask_from_positions
+from nemot.layers.reading_strategies import ReadingStrategies
 from nemot.layers.sets import Gate, NeuromodulatorySet, OutputSet, VanillaSet
 from nemot.training.losses import CombinedLossMixin
 
@@ -56,6 +59,10 @@ class NeMoT(CombinedLossMixin, keras.Model):
         cfg = self.config
         regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
         self.vanilla_set = VanillaSet(cfg, name="vanilla_set")
+        if cfg.reading_strategies:
+            self.reading_strategies = ReadingStrategies(
+                cfg.reading_strategies, dropout=cfg.dropout, aoi_bias=cfg.compat_aoi_bias,
+                kernel_regularizer=regularizer, name="reading_strategies")
         if cfg.aux_embedding == "separate":
             self.aux_embedding = keras.layers.Embedding(cfg.vocab_size, cfg.d_model,
                                                         name="aux_embedding")
@@ -73,6 +80,8 @@ class NeMoT(CombinedLossMixin, keras.Model):
     def build(self, input_shape=None):
         cfg = self.config
         self.vanilla_set.build(None)
+        if cfg.reading_strategies:
+            self.reading_strategies.build((None, None, cfg.d_model))
         if cfg.aux_embedding == "separate":
             self.aux_embedding.build(None)
         self.neuromodulatory_set.build(None)
@@ -122,11 +131,12 @@ class NeMoT(CombinedLossMixin, keras.Model):
         text_mask = attention_mask(text_ids, mode=is_enc, num_aux=0)
         full_mask = attention_mask(token_ids, mode=is_enc, num_aux=a)
 
-        vanilla_out = self.vanilla_set(text_ids, text_mask, training=training)
+        vanilla_out, read_out, _ = self.run_vanilla_set(text_ids, text_mask,
+                                                        inputs.get("pos_tags"), training=training)
         nm_in = ops.concatenate(
-            [ops.cast(self.embed_aux_tokens(aux_ids), vanilla_out.dtype), vanilla_out], axis=1)
+            [ops.cast(self.embed_aux_tokens(aux_ids), read_out.dtype), read_out], axis=1)
         gates = self.neuromodulatory_set(nm_in, full_mask, training=training)
-        x_gate = self.gate(gates, vanilla_out)
+        x_gate = self.gate(gates, read_out)
         y = self.output_set(x_gate, aux_ids[:, TASK_POSITION], text_mask, training=training)
 
         outputs = {"logits": self.head(y)}
@@ -135,6 +145,34 @@ class NeMoT(CombinedLossMixin, keras.Model):
         if self.return_gates if return_gates is None else return_gates:
             outputs["gates"] = gates
         return outputs
+
+    def run_vanilla_set(self, text_ids, attention_mask, pos_tags=None, cache=None,
+                        cache_update_index=0, training=None):
+        """The vanilla set with the reading strategies where the config puts them.
+
+        Returns ``(vanilla_out, read_out, cache)``: ``read_out`` is what the NM
+        set and the gate read. At ``"vanilla_output"`` (thesis) it is
+        ``strategies(vanilla_out)`` while the vanilla head keeps the vanilla
+        set's own output; at ``"embeddings"`` the strategies act on the input
+        of the first vanilla layer and both outputs are the same.
+        """
+        strategies = getattr(self, "reading_strategies", None)
+        vanilla = self.vanilla_set
+        if strategies is None or self.config.reading_strategy_position == "vanilla_output":
+            out = vanilla(text_ids, attention_mask, cache=cache,
+                          cache_update_index=cache_update_index, training=training)
+            out, cache = (out, None) if cache is None else out
+            read = out if strategies is None else strategies(out, text_ids, pos_tags,
+                                                             training=training)
+            return out, read, cache
+        # VanillaSet.call with the strategies between the embeddings and the first layer.
+        x = vanilla.embeddings_dropout(vanilla.embed(text_ids, cache_update_index),
+                                       training=training)
+        x = strategies(x, text_ids, pos_tags, training=training)
+        x, cache = vanilla._run_stack(vanilla.transformer_layers, x, attention_mask, cache,
+                                      cache_update_index, training)
+        x = vanilla.layer_norm(x)
+        return x, x, cache
 
     # ---- cached decoding (<dec> mode; the auxiliary tokens are a cached prefix) ----
 
@@ -155,7 +193,8 @@ class NeMoT(CombinedLossMixin, keras.Model):
                             length=text_length),
         }
 
-    def call_with_cache(self, aux_ids, text_ids, cache, cache_update_index, text_valid):
+    def call_with_cache(self, aux_ids, text_ids, cache, cache_update_index, text_valid,
+                        pos_tags=None):
         """Run text positions ``[index, index + q)`` against the caches (inference).
 
         Args:
@@ -166,6 +205,8 @@ class NeMoT(CombinedLossMixin, keras.Model):
                 auxiliary tokens are run (prefill) when it is 0 — pass a Python
                 int 0 for the prefill call.
             text_valid: bool [batch, text_length], False at padding positions.
+            pos_tags: int [batch, q] POS category ids of ``text_ids``, needed
+                with the highlighting reading strategy.
 
         Returns:
             ``(logits [batch, q, vocab], cache)``.
@@ -180,8 +221,9 @@ class NeMoT(CombinedLossMixin, keras.Model):
         written = ops.logical_and(text_valid, (key_pos < cache_update_index + q)[None])
         text_mask = mask_from_positions(query_pos, key_pos, written, is_enc, 0)
 
-        vanilla_out, vanilla_cache = self.vanilla_set(
-            text_ids, text_mask, cache=cache["vanilla"], cache_update_index=cache_update_index)
+        _, vanilla_out, vanilla_cache = self.run_vanilla_set(
+            text_ids, text_mask, pos_tags, cache=cache["vanilla"],
+            cache_update_index=cache_update_index)
         nm_key_valid = ops.concatenate([ops.ones_like(aux_ids, "bool"), written], axis=1)
         nm_key_pos = ops.arange(a + text_length, dtype="int32")
         prefill = isinstance(cache_update_index, int) and cache_update_index == 0
@@ -239,8 +281,8 @@ def parameter_breakdown(model):
 
     Keys: ``vanilla_set``, ``aux_embedding``, ``neuromodulatory_set``,
     ``output_set`` (all blocks), ``head``, ``vanilla_head``, ``total``, and
-    ``output_blocks`` with the count of each named block. For the GPT-2
-    baseline: ``vanilla_set``, ``head`` and ``total``.
+    ``output_blocks`` with the count of each named block, ``reading_strategies``
+    (0 without them). For the GPT-2 baseline: ``vanilla_set``, ``head`` and ``total``.
     """
     if not isinstance(model, NeMoT):
         from nemot.models.gpt2 import baseline_parameter_breakdown
@@ -253,6 +295,8 @@ def parameter_breakdown(model):
         "output_set": _count(model.output_set),
         "head": _count(model.head),
         "vanilla_head": _count(model.vanilla_head) if model.config.vanilla_head else 0,
+        "reading_strategies": (_count(model.reading_strategies)
+                               if model.config.reading_strategies else 0),
     }
     parts["total"] = sum(parts.values())
     parts["output_blocks"] = {name: _count(block)
