@@ -124,7 +124,9 @@ class Generator:
     ``config.max_text_length`` (an example whose prompt is longer than the
     batch's shortest cannot get more than the cap allows). Prompt widths are
     rounded up to a multiple of ``pad_to_multiple_of`` so batches of similar
-    lengths share one compiled function.
+    lengths share one compiled function (the rounding costs only prefill
+    positions: the loop starts after the shortest prompt and stops when every
+    example has stopped).
 
     Args:
         model: a NeMoT (``call_with_cache`` and ``init_cache``).
@@ -140,7 +142,7 @@ class Generator:
     """
 
     def __init__(self, model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_compile=None,
-                 pad_to_multiple_of=8):
+                 pad_to_multiple_of=64):
         self.model = model
         self.sampler = get_sampler(sampler)
         self.stop_token_ids = tuple(int(t) for t in stop_token_ids)
@@ -148,30 +150,41 @@ class Generator:
         self.jit_compile = True if jit_compile is None else bool(jit_compile)
         self._compiled = None
 
-    def generate_step(self, aux_ids, token_ids, prompt_mask, prefill_width):
+    def generate_step(self, aux_ids, token_ids, prompt_mask, budget_end, prefill_width):
         """The loop on tensors: ``token_ids`` [B, L] holds the prompts (``prompt_mask``
         True there) and comes back with every other position generated.
+        ``budget_end`` [B]: the position after each example's last allowed new token.
         ``prefill_width`` (a Python int) text positions are run in one prefill call."""
         model = self.model
         cache = model.init_cache(ops.shape(token_ids)[0], ops.shape(token_ids)[1])
         _, cache = model.call_with_cache(aux_ids, token_ids[:, :prefill_width], cache, 0,
                                          prompt_mask)
-        # The auxiliary ids travel in the loop state so that samplers that
+        # Per-example values travel in the loop state so that samplers that
         # reshape the batch (beam search repeats every example) keep them aligned.
-        cache = dict(cache, aux_ids=aux_ids)
+        state = dict(cache, aux_ids=aux_ids, budget_end=budget_end)
         index = ops.min(ops.sum(ops.cast(prompt_mask, "int32"), axis=-1))
+        stop_logits = None
+        if self.stop_token_ids:
+            # An example past its own max_new_tokens is made to emit a stop token, so
+            # the loop ends once every example is done, however long the cache is.
+            is_stop = ops.arange(model.config.vocab_size) == self.stop_token_ids[0]
+            stop_logits = ops.where(is_stop, 0.0, -1e9)[None]
 
-        def next(prompt, cache, index):
+        def next(prompt, state, index):
             # Run the token at index - 1 (already decided) to predict index.
             cache_update_index = index - 1
             token = ops.slice(prompt, [0, cache_update_index], [ops.shape(prompt)[0], 1])
-            sets = {k: v for k, v in cache.items() if k != "aux_ids"}
+            sets = {k: v for k, v in state.items() if k not in ("aux_ids", "budget_end")}
             written = ops.ones(ops.shape(prompt), "bool")
-            logits, sets = model.call_with_cache(cache["aux_ids"], token, sets,
+            logits, sets = model.call_with_cache(state["aux_ids"], token, sets,
                                                  cache_update_index, written)
-            return ops.squeeze(logits, axis=1), None, dict(sets, aux_ids=cache["aux_ids"])
+            logits = ops.cast(ops.squeeze(logits, axis=1), "float32")
+            if stop_logits is not None:
+                over = ops.greater_equal(index, state["budget_end"])[:, None]
+                logits = ops.where(over, stop_logits, logits)
+            return logits, None, dict(state, **sets)
 
-        return self.sampler(next=next, prompt=token_ids, cache=cache, index=index,
+        return self.sampler(next=next, prompt=token_ids, cache=state, index=index,
                             mask=prompt_mask, stop_token_ids=self.stop_token_ids or None,
                             model=model)
 
@@ -192,21 +205,26 @@ class Generator:
         width = min(-(-int(max(lengths)) // m) * m, limit - 1)
         return width, min(width + max_new_tokens, limit)
 
-    def __call__(self, prompts, max_new_tokens=32):
-        """:class:`Generation` of each prompt (aux + text ids, e.g. ``FormattedExample.prompt_ids``)."""
+    def generate_tokens(self, prompts, max_new_tokens=32):
+        """``(tokens [B, L], lengths [B])``: prompts and generated ids in one array, as the loop
+        left it (positions the loop never reached keep ``<pad>``)."""
         if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
         prompts = check_prompts(self.model, prompts)
         a = self.model.config.num_aux_tokens
-        lengths = [len(p) - a for p in prompts]
-        width, length = self.shapes(lengths, max_new_tokens)
+        width, length = self.shapes([len(p) - a for p in prompts], max_new_tokens)
         aux, text, lengths = pad_prompts(prompts, a, width=length)
         prompt_mask = np.arange(length)[None] < lengths[:, None]
-        tokens = self._function()(aux, text, prompt_mask, width)
-        tokens = np.asarray(ops.convert_to_numpy(tokens))
+        budget_end = (lengths + max_new_tokens).astype(np.int32)
+        tokens = self._function()(aux, text, prompt_mask, budget_end, width)
+        return np.asarray(ops.convert_to_numpy(tokens)), lengths
+
+    def __call__(self, prompts, max_new_tokens=32):
+        """:class:`Generation` of each prompt (aux + text ids, e.g. ``FormattedExample.prompt_ids``)."""
+        tokens, lengths = self.generate_tokens(prompts, max_new_tokens)
         results = []
         for row, n in enumerate(lengths):
-            ids = tokens[row, n:min(n + max_new_tokens, length)].tolist()
+            ids = tokens[row, n:n + max_new_tokens].tolist()
             stops = [k for k, t in enumerate(ids) if t in self.stop_token_ids]
             results.append(Generation(ids[:stops[0]] if stops else ids, bool(stops)))
         return results
@@ -230,7 +248,12 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
         return [ids for batch in batches for ids in _recompute(model, batch, max_new_tokens,
                                                                 sampler)]
     generator = Generator(model, sampler=sampler, **kwargs)
-    return [g.ids for batch in batches for g in generator(batch, max_new_tokens)]
+    out = []
+    for batch in batches:
+        # A short last batch is filled up with copies so that it reuses the compiled loop.
+        filled = batch + [batch[0]] * (size - len(batch))
+        out += [g.ids for g in generator(filled, max_new_tokens)[:len(batch)]]
+    return out
 
 
 def _recompute(model, prompts, max_new_tokens, sampler):

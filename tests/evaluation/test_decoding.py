@@ -71,6 +71,15 @@ def test_cached_greedy_equals_full_recomputation_at_every_step(model, prompts, r
     assert results[1].stopped and results[1].ids == references[1][:3]
     # The long prompt only had room for 2 new tokens within max_text_length.
     assert results[3].ids == references[3] and len(references[3]) == 2
+    # Without it (prompt 0 again in its place: same shapes, same compiled loop) the
+    # loop ends once every example has stopped or used its max_new_tokens, although
+    # the cache is longer.
+    batch = prompts[:3] + prompts[:1]
+    tokens, lengths = generator.generate_tokens(batch, max_new_tokens=MAX_NEW)
+    assert tokens.shape == (4, model.config.max_text_length)
+    # Each example's last written position holds its stop token (forced at the budget).
+    last = max(n + len(r.ids) + 1 for n, r in zip(lengths, results[:3] + results[:1]))
+    assert (tokens[:, last:] == vocab.PAD_ID).all() and (tokens[:, last - 1] != vocab.PAD_ID).any()
 
 
 def test_label_mode_is_the_argmax_at_sep(model, prompts, references):
