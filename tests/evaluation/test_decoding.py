@@ -172,3 +172,14 @@ def test_samplers_come_from_keras_hub(model):
         decoding.get_sampler("contrastive")
     with pytest.raises(TypeError, match="Sampler"):
         decoding.Generator(model, sampler=object())
+
+
+def test_models_without_a_cache_decode_greedily_by_recomputation(prompts):
+    from nemot.models.gpt2 import build_baseline
+
+    keras.utils.set_random_seed(5)
+    baseline = build_baseline("tiny")
+    expected = [greedy_by_recomputation(baseline, p, 4)[0] for p in prompts[:3]]
+    assert decoding.generate(baseline, prompts[:3], max_new_tokens=4, batch_size=2) == expected
+    with pytest.raises(ValueError, match="no key/value cache; only greedy"):
+        decoding.generate(baseline, prompts[:1], sampler="top_k")
