@@ -97,6 +97,11 @@ class TrainConfig:
             original code did by accident (SPEC.md section 9).
         init_from: a saved model (``.keras``, e.g. a pre-training run's
             ``model_last.keras``) whose weights start this run, matched by name.
+        optimizer: ``adam`` (the thesis: Adam with Keras defaults) or ``sgd``
+            (plain gradient descent; its update is linear in the gradient, which
+            the distribution tests use to compare weights to 1e-5 - Adam's
+            ``g / (|g| + eps)`` turns rounding noise in near-zero gradients into
+            full-size steps).
         log_every: TensorBoard scalars every N steps.
         verbose: Keras progress bar (1), one line per epoch (2) or none (0).
     """
@@ -112,6 +117,7 @@ class TrainConfig:
     decode_jit_compile: bool = True
     init_blocks_from_lm: bool = True
     init_from: str | None = None
+    optimizer: str = "adam"
     log_every: int = 100
     verbose: int = 1
 
@@ -215,6 +221,7 @@ def run_config_from_dict(data, source="<dict>"):
     _choice(source, "data.mqa_mode", data_cfg.mqa_mode, ("label", "generate"))
     _choice(source, "data.file_order", data_cfg.file_order, ("random", "directory"))
     _choice(source, "train.strategy", train.strategy, ("default", "mirrored", "multi-worker"))
+    _choice(source, "train.optimizer", train.optimizer, ("adam", "sgd"))
     _choice(source, "train.mixed_precision", train.mixed_precision, MIXED_PRECISION)
     for key in ("batch_size", "epochs"):
         if getattr(train, key) < 1:

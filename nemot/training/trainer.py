@@ -288,7 +288,8 @@ def build_and_compile(cfg, strategy):
         if cfg.kind == "general" and cfg.model_name == "nemot" and cfg.train.init_blocks_from_lm:
             copy_output_block(model, "lm", [b for b in ("mqa", "gqa")
                                             if b in cfg.model.output_blocks])
-        optimizer = keras.optimizers.Adam(learning_rate=build_schedule(cfg.schedule))
+        optimizer_class = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}
+        optimizer = optimizer_class[cfg.train.optimizer](learning_rate=build_schedule(cfg.schedule))
         model.compile(optimizer=optimizer, loss=cfg.loss, jit_compile=cfg.train.jit_compile)
     return model
 

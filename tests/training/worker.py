@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def tiny_run_config(name, *, steps, checkpoint_every, strategy="default", dropout=0.1,
-                    batch_size=4, n=20):
+                    batch_size=4, n=20, optimizer="adam", rate=1e-3):
     from nemot.training.run_config import run_config_from_dict
 
     return run_config_from_dict({
@@ -31,8 +31,9 @@ def tiny_run_config(name, *, steps, checkpoint_every, strategy="default", dropou
         "model": {"preset": "tiny", "max_text_length": n, "dropout": dropout},
         "data": {"dataset": "synthetic_choice", "validation_split": ""},
         "train": {"batch_size": batch_size, "epochs": 2, "steps_per_epoch": steps // 2,
-                  "checkpoint_every": checkpoint_every, "strategy": strategy, "verbose": 0},
-        "schedule": {"type": "constant", "rate": 1e-3}})
+                  "checkpoint_every": checkpoint_every, "strategy": strategy, "verbose": 0,
+                  "optimizer": optimizer},
+        "schedule": {"type": "constant", "rate": rate}})
 
 
 def tiny_source(batch_size=4, n=20):
@@ -53,6 +54,8 @@ def main(argv=None):
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--checkpoint-every", type=int, default=2)
+    parser.add_argument("--optimizer", default="adam")
+    parser.add_argument("--rate", type=float, default=1e-3)
     args = parser.parse_args(argv)
 
     import tensorflow as tf
@@ -72,7 +75,8 @@ def main(argv=None):
                 time.sleep(600)
 
     cfg = tiny_run_config("worker", steps=args.steps, checkpoint_every=args.checkpoint_every,
-                          strategy=args.strategy, dropout=args.dropout)
+                          strategy=args.strategy, dropout=args.dropout,
+                          optimizer=args.optimizer, rate=args.rate)
     result = trainer.train(cfg, out_dir=args.out, source=tiny_source(),
                            callbacks=[Hang()] if args.hang_at else [])
     # Every worker of a multi-worker run writes its own weights file.
