@@ -272,6 +272,51 @@ def build_model(config, gpt2=None, return_gates=False):
     return model
 
 
+def load_weights_partial(model, path):
+    """Start a NeMoT with reading strategies from a checkpoint of the same model without them.
+
+    Thesis s.3.5.5: NeMoT_aoi and NeMoT_high start from NeMoT_general's weights;
+    the reading-strategy weights keep their Glorot-uniform start. A checkpoint
+    that already has the strategies loads with ``model.load_weights``.
+
+    Args:
+        model: a built NeMoT (any ``reading_strategies``).
+        path: a ``.keras`` or ``.weights.h5`` file saved from a NeMoT whose
+            config is ``model.config`` without reading strategies.
+
+    Returns:
+        The paths of the weights left at their initial values.
+
+    Example:
+        >>> model = build_model(cfg.replace(reading_strategies=("aoi",)))
+        >>> load_weights_partial(model, "checkpoints/general/model_last.keras")
+        ['ne_mo_t/reading_strategies/aoi/w1/kernel', ...]
+    """
+    path = str(path)
+    if not path.endswith((".keras", ".weights.h5")):
+        raise ValueError(f"{path}: expected a .keras or .weights.h5 checkpoint")
+    source = NeMoT(model.config.replace(reading_strategies=()))
+    source.build()
+    try:
+        source.load_weights(path)
+    except (ValueError, KeyError) as error:
+        raise ValueError(f"{path}: not a checkpoint of this NeMoT without reading strategies "
+                         f"(config {model.config.replace(reading_strategies=())}): "
+                         f"{error}") from error
+    # Paths without the model's own name ("ne_mo_t", "ne_mo_t_1", ...).
+    saved = {v.path.split("/", 1)[1]: v for v in source.weights}
+    fresh = []
+    for variable in model.weights:
+        match = saved.pop(variable.path.split("/", 1)[1], None)
+        if match is None:
+            fresh.append(variable.path)
+        else:
+            variable.assign(match.value)
+    if saved:
+        raise ValueError(f"{path}: weights {sorted(saved)[:5]} have no place in the model")
+    return fresh
+
+
 def _count(layer):
     return int(sum(np.prod(w.shape) for w in layer.weights))
 

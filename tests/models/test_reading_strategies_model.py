@@ -1,0 +1,181 @@
+"""NeMoT with reading strategies (issue 9): placement, checkpoints, saving, XLA, cached decoding."""
+
+import keras
+import numpy as np
+import pytest
+
+import nemot
+from nemot import vocab
+from nemot.models.nemot import load_weights_partial
+from nemot.training import NeMoTLoss
+
+CLS, DEC, LM, PAD = vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm"), vocab.PAD_ID
+Q, SEP, END = vocab.Q_ID, vocab.SEP_ID, vocab.END_ID
+OPT1, OPT2 = vocab.OPTION_IDS[:2]
+# Small enough for XLA on a CPU: one layer per set, two blocks.
+CFG = nemot.NeMoTConfig.preset("tiny").replace(
+    max_text_length=12, max_position_embeddings=16, num_vanilla_layers=1, num_nm_layers=1,
+    output_blocks=("lm", "mqa"))
+BOTH = ("aoi", "highlighting")
+
+# Example 0 has options (span = positions 2..5), example 1 has none.
+TEXTS = [[Q, 464, OPT1, 3290, OPT2, 318, SEP, OPT2, PAD, PAD, PAD, PAD],
+         [Q, 464, 3290, 318, SEP, 3797, END, PAD, PAD, PAD, PAD, PAD]]
+TAGS = [[7, 6, 7, 0, 7, 1, 7, 7, -1, -1, -1, -1],
+        [7, 6, 0, 1, 7, 2, 7, -1, -1, -1, -1, -1]]
+
+
+def inputs(tags=TAGS):
+    ids = np.array([[CLS, DEC, LM] + t for t in TEXTS], "int32")
+    return {"token_ids": ids, "pos_tags": np.array(tags, "int32")}
+
+
+def run(model, x=None):
+    out = model(x or inputs(), training=False)
+    return np.asarray(out["logits"]), np.asarray(out["vanilla_logits"])
+
+
+def strategy_paths(model):
+    return sorted(v.path for v in model.reading_strategies.weights)
+
+
+@pytest.fixture(scope="module")
+def base():
+    keras.utils.set_random_seed(0)
+    return nemot.build_model(CFG)
+
+
+@pytest.fixture(scope="module")
+def checkpoints(base, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ckpt")
+    base.save(folder / "general.keras")
+    base.save_weights(folder / "general.weights.h5")
+    return folder
+
+
+@pytest.mark.parametrize("name", ["general.keras", "general.weights.h5"])
+def test_a_checkpoint_without_strategies_starts_a_model_with_them(base, checkpoints, name):
+    keras.utils.set_random_seed(1)
+    model = nemot.build_model(CFG.replace(reading_strategies=BOTH))
+    fresh = load_weights_partial(model, checkpoints / name)
+    assert sorted(fresh) == strategy_paths(model)
+    assert len(fresh) == 5  # W1..W4 (no biases) and the eight highlighting vectors
+    restored = {v.path.split("/", 1)[1]: np.asarray(v) for v in base.weights}
+    for variable in model.weights:
+        key = variable.path.split("/", 1)[1]
+        if variable.path in fresh:
+            assert key not in restored and np.abs(np.asarray(variable)).max() > 0
+        else:
+            np.testing.assert_array_equal(np.asarray(variable), restored[key])
+
+
+def test_aoi_leaves_examples_without_options_as_the_checkpoint_computed_them(base, checkpoints):
+    model = nemot.build_model(CFG.replace(reading_strategies=("aoi",)))
+    load_weights_partial(model, checkpoints / "general.keras")
+    x = {"token_ids": inputs()["token_ids"]}  # AOI alone needs no tags
+    logits, vanilla_logits = run(model, x)
+    base_logits, base_vanilla = run(base, x)
+    np.testing.assert_allclose(logits[1], base_logits[1], atol=1e-5)
+    assert np.abs(logits[0] - base_logits[0]).max() > 1e-3
+    # At the vanilla output the vanilla head reads the vanilla set itself.
+    np.testing.assert_allclose(vanilla_logits, base_vanilla, atol=1e-5)
+
+
+def test_a_checkpoint_of_another_architecture_is_refused(checkpoints):
+    other = nemot.build_model(CFG.replace(d_model=16, reading_strategies=("aoi",)))
+    with pytest.raises(ValueError, match="general.weights.h5"):
+        load_weights_partial(other, checkpoints / "general.weights.h5")
+    with pytest.raises(ValueError, match=r"\.keras or \.weights\.h5"):
+        load_weights_partial(other, checkpoints / "general.h5")
+
+
+def changed_tags():
+    tags = np.array(TAGS)
+    tags[1, 2] = 3  # "noun" -> "adverb" at text position 2 of example 1
+    return tags
+
+
+def test_highlighting_at_the_vanilla_output_leaves_the_vanilla_set_alone():
+    keras.utils.set_random_seed(2)
+    model = nemot.build_model(CFG.replace(reading_strategies=("highlighting",)))
+    logits, vanilla_logits = run(model)
+    logits2, vanilla_logits2 = run(model, inputs(changed_tags()))
+    np.testing.assert_array_equal(vanilla_logits, vanilla_logits2)
+    np.testing.assert_array_equal(logits[0], logits2[0])
+    np.testing.assert_allclose(logits[1, :2], logits2[1, :2], atol=1e-6)  # causal: earlier ones
+    assert np.abs(logits[1, 2:] - logits2[1, 2:]).max() > 1e-4
+
+
+def test_highlighting_after_the_embeddings_reaches_the_vanilla_set():
+    keras.utils.set_random_seed(2)
+    model = nemot.build_model(CFG.replace(reading_strategies=("highlighting",),
+                                          reading_strategy_position="embeddings"))
+    _, vanilla_logits = run(model)
+    _, vanilla_logits2 = run(model, inputs(changed_tags()))
+    np.testing.assert_allclose(vanilla_logits[1, :2], vanilla_logits2[1, :2], atol=1e-6)
+    assert np.abs(vanilla_logits[1, 2:] - vanilla_logits2[1, 2:]).max() > 1e-4
+
+
+def test_highlighting_without_pos_tags_is_a_clear_error():
+    model = nemot.build_model(CFG.replace(reading_strategies=("highlighting",)))
+    with pytest.raises(ValueError, match="pos_tags"):
+        model({"token_ids": inputs()["token_ids"]})
+
+
+@pytest.mark.parametrize("position", ["vanilla_output", "embeddings"])
+def test_a_model_with_both_strategies_saves_and_loads(tmp_path, position):
+    keras.utils.set_random_seed(4)
+    model = nemot.build_model(CFG.replace(reading_strategies=BOTH,
+                                          reading_strategy_position=position))
+    path = tmp_path / "rs.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.config == model.config and loaded.config.reading_strategies == BOTH
+    for a, b in zip(run(loaded), run(model)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_parameter_breakdown_counts_the_strategies():
+    d = CFG.d_model
+    model = nemot.build_model(CFG.replace(reading_strategies=BOTH))
+    counts = nemot.parameter_breakdown(model)
+    assert counts["reading_strategies"] == 5 * d * d + 8 * d
+    biased = nemot.build_model(CFG.replace(reading_strategies=("aoi",), compat_aoi_bias=True))
+    assert nemot.parameter_breakdown(biased)["reading_strategies"] == 5 * d * d + 4 * d
+    plain = nemot.parameter_breakdown(nemot.build_model(CFG))
+    assert counts["total"] - plain["total"] == counts["reading_strategies"]
+
+
+def test_training_step_with_both_strategies_under_jit_compile():
+    keras.utils.set_random_seed(5)
+    model = nemot.build_model(CFG.replace(reading_strategies=BOTH))
+    model.compile(keras.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
+    x = inputs()
+    text = x["token_ids"][:, 3:]
+    targets = np.concatenate([text[:, 1:], np.full((2, 1), PAD)], axis=1)
+    targets = np.where(targets == PAD, -1, targets).astype("int32")
+    before = {v.path: np.array(v) for v in model.reading_strategies.weights}
+    history = model.fit(x, {"task_targets": targets, "lm_targets": targets}, epochs=2,
+                        batch_size=2, verbose=0)
+    assert model.jit_compile and np.isfinite(history.history["loss"]).all()
+    assert history.history["loss"][1] < history.history["loss"][0]
+    for variable in model.reading_strategies.weights:  # every strategy weight is trained
+        assert np.abs(np.array(variable) - before[variable.path]).max() > 0, variable.path
+
+
+@pytest.mark.parametrize("position", ["vanilla_output", "embeddings"])
+def test_cached_prefill_matches_the_full_forward_pass(position):
+    keras.utils.set_random_seed(6)
+    model = nemot.build_model(CFG.replace(reading_strategies=BOTH,
+                                          reading_strategy_position=position))
+    x = inputs()
+    full, _ = run(model)
+    ids = x["token_ids"]
+    valid = ids[:, 3:] != PAD
+    cache = model.init_cache(2, CFG.max_text_length)
+    logits, _ = model.call_with_cache(ids[:, :3], ids[:, 3:], cache, 0, valid,
+                                      pos_tags=x["pos_tags"])
+    logits = np.asarray(logits)
+    for row in range(2):
+        n = valid[row].sum()
+        np.testing.assert_allclose(logits[row, :n], full[row, :n], atol=1e-4)
