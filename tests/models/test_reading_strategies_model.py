@@ -1,5 +1,8 @@
 """NeMoT with reading strategies (issue 9): placement, checkpoints, saving, XLA, cached decoding."""
 
+import dataclasses
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ import nemot
 from nemot import vocab
 from nemot.models.nemot import load_weights_partial
 from nemot.training import NeMoTLoss
+from nemot.training.run_config import load_run_config
 
 CLS, DEC, LM, PAD = vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm"), vocab.PAD_ID
 Q, SEP, END = vocab.Q_ID, vocab.SEP_ID, vocab.END_ID
@@ -179,3 +183,19 @@ def test_cached_prefill_matches_the_full_forward_pass(position):
     for row in range(2):
         n = valid[row].sum()
         np.testing.assert_allclose(logits[row, :n], full[row, :n], atol=1e-4)
+
+
+@pytest.mark.parametrize("dataset", ["commonsenseqa", "piqa", "mctest", "winogrande"])
+def test_thesis_configs_are_the_table_3_3_runs_with_a_strategy_from_general(dataset):
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    plain = load_run_config(configs / f"{dataset}.toml")
+    for short, strategy in (("aoi", "aoi"), ("high", "highlighting")):
+        cfg = load_run_config(configs / "reading_strategies" / f"{dataset}_{short}.toml")
+        assert cfg.name == f"{dataset}_{short}"
+        assert cfg.model == plain.model.replace(reading_strategies=(strategy,))
+        assert cfg.model.reading_strategy_position == "vanilla_output"
+        assert (cfg.train.batch_size, cfg.train.epochs, cfg.schedule) == \
+            (16, 20, {"type": "constant", "rate": 1e-5})
+        assert cfg.train == dataclasses.replace(
+            plain.train, init_from="checkpoints/general/model_last.keras")
+        assert (cfg.data, cfg.loss, cfg.kind) == (plain.data, plain.loss, plain.kind)
