@@ -12,6 +12,10 @@ import sys
 
 COMMAND_MODULES = (
     "nemot.cli",
+    "nemot.training.cli",
+    "nemot.evaluation.evaluate",
+    "nemot.evaluation.generate_cli",
+    "nemot.ngt.cli",
 )
 
 

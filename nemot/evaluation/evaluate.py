@@ -186,7 +186,7 @@ def add_parser(subparsers):
                         help="lm: stride(s) w of the sliding window (default: max_text_length; "
                              "thesis 768 and 32)")
     parser.add_argument("--limit", type=int, help="evaluate the first N examples/documents only")
-    parser.set_defaults(handler=main)
+    parser.set_defaults(func=main)
     return parser
 
 

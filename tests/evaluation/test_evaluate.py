@@ -45,7 +45,7 @@ def run(*argv):
     parser = argparse.ArgumentParser(prog="nemot")
     evaluate.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["evaluate", *map(str, argv)])
-    return args.handler(args)
+    return args.func(args)
 
 
 def read_outputs(out, prefix):

@@ -1,0 +1,60 @@
+"""``nemot generate``: answer questions typed in the unified format with a checkpoint.
+
+Each prompt is text in the unified format up to ``<sep>``, e.g.
+``"<p1> The cat sat. <q> Where did the cat sit? <sep>"``; the auxiliary tokens
+``[<cls>, <dec>, <task>]`` are added here. Prompts come from ``--prompt``
+(repeatable) or a file with one prompt per line (``--input``, ``-`` for
+standard input); one JSON line per prompt is printed.
+"""
+
+import json
+import sys
+
+from nemot import vocab
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser("generate", help="greedy (or sampled) answers from a checkpoint",
+                                   description=__doc__)
+    parser.add_argument("--checkpoint", required=True, help="a .keras file written by model.save")
+    parser.add_argument("--prompt", action="append", default=[], help="a prompt (repeatable)")
+    parser.add_argument("--input", default=None, help="file with one prompt per line, - for stdin")
+    parser.add_argument("--task-token", default="gqa", help="output block / task token (default gqa)")
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--sampler", default=None, help="a keras_hub sampler name (default greedy)")
+    parser.add_argument("--tokenizer", default=None, help="GPT-2 tokenizer directory (default: offline)")
+    parser.set_defaults(func=main)
+
+
+def read_prompts(args):
+    prompts = list(args.prompt)
+    if args.input:
+        handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+        with handle:
+            prompts += [line.strip() for line in handle if line.strip()]
+    if not prompts:
+        raise ValueError("nemot generate: no prompt; give --prompt TEXT or --input FILE")
+    for i, prompt in enumerate(prompts):
+        if not prompt.endswith("<sep>"):
+            raise ValueError(f"prompt {i + 1} ({prompt[:40]!r}...): expected it to end with <sep>, "
+                             "the position where the answer starts")
+    return prompts
+
+
+def main(args):
+    from nemot.data import Tokenizer
+    from nemot.evaluation.decoding import generate
+    from nemot.evaluation.evaluate import load_checkpoint
+
+    prompts = read_prompts(args)
+    tokenizer = Tokenizer(args.tokenizer)
+    model = load_checkpoint(args.checkpoint)
+    aux = [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(args.task_token)]
+    ids = [aux + tokenizer.encode(prompt) for prompt in prompts]
+    outputs = generate(model, ids, max_new_tokens=args.max_new_tokens, sampler=args.sampler)
+    results = []
+    for prompt, generated in zip(prompts, outputs):
+        record = {"prompt": prompt, "answer": tokenizer.decode(generated).strip(), "ids": generated}
+        print(json.dumps(record))
+        results.append(record)
+    return results
