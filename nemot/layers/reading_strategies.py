@@ -130,6 +130,10 @@ class Highlighting(keras.layers.Layer):
                                        initializer="glorot_uniform", name="vectors")
 
     def call(self, x, pos_tags):
+        lengths = (pos_tags.shape[-1], x.shape[1])
+        if len(pos_tags.shape) != 2 or (None not in lengths and lengths[0] != lengths[1]):
+            raise ValueError(f"pos_tags: expected int [batch, {x.shape[1]}] (one tag per text "
+                             f"position), got shape {tuple(pos_tags.shape)}")
         pos_tags = ops.cast(pos_tags, "int32")
         added = ops.take(ops.cast(self.vectors, x.dtype), ops.maximum(pos_tags, 0), axis=0)
         has_word = ops.not_equal(pos_tags, POS_PAD_ID)[:, :, None]

@@ -144,6 +144,13 @@ def test_highlighting_adds_the_vector_of_each_tag():
     np.testing.assert_array_equal(y[0, 8], x[0, 8])
 
 
+def test_highlighting_tags_must_cover_the_text_positions():
+    high = Highlighting()
+    high.build((None, None, 3))
+    with pytest.raises(ValueError, match=r"pos_tags: expected int \[batch, 4\]"):
+        high(np.zeros((1, 4, 3), "float32"), np.zeros((1, 5), "int32"))
+
+
 def both_strategies(d=4):
     layer = ReadingStrategies(("aoi", "highlighting"), dropout=0.0)
     layer.build((None, None, d))
