@@ -36,6 +36,13 @@ def bert_initializer():
     return keras.initializers.TruncatedNormal(stddev=0.02)
 
 
+def _store_config(layer, **config):
+    """Keep the constructor arguments as attributes and as ``layer._config`` (for get_config)."""
+    layer._config = config
+    for name, value in config.items():
+        setattr(layer, name, value)
+
+
 @keras.saving.register_keras_serializable(package="nemot.ngt")
 class GatingBlock(keras.layers.Layer):
     """The gating block: ``num_layers`` post-LN BERT layers and the gate (paper eq. 1).
@@ -71,13 +78,16 @@ class GatingBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.neuromodulated = neuromodulated
-        self.num_aux_tokens = num_aux_tokens
-        self.dropout = dropout
-        self.activation = activation
+        _store_config(
+            self,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            neuromodulated=neuromodulated,
+            num_aux_tokens=num_aux_tokens,
+            dropout=dropout,
+            activation=activation,
+        )
         self.gating_layers = [
             keras_hub.layers.TransformerEncoder(
                 num_heads=num_heads,
@@ -114,17 +124,7 @@ class GatingBlock(keras.layers.Layer):
         return h_shape
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_layers=self.num_layers,
-            num_heads=self.num_heads,
-            intermediate_dim=self.intermediate_dim,
-            neuromodulated=self.neuromodulated,
-            num_aux_tokens=self.num_aux_tokens,
-            dropout=self.dropout,
-            activation=self.activation,
-        )
-        return config
+        return {**super().get_config(), **self._config}
 
 
 @keras.saving.register_keras_serializable(package="nemot.ngt")
@@ -222,13 +222,15 @@ class NGTModel(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self._sequence_output = sequence_output
 
-        # === Config ===
-        self.variant = variant
-        self.gate_position = gate_position
-        self.num_gating_layers = num_gating_layers
-        self.num_classes = num_classes
-        self.num_aux_tokens = num_aux_tokens
-        self.gating_dropout = gating_dropout
+        _store_config(
+            self,
+            variant=variant,
+            gate_position=gate_position,
+            num_gating_layers=num_gating_layers,
+            num_classes=num_classes,
+            num_aux_tokens=num_aux_tokens,
+            gating_dropout=gating_dropout,
+        )
 
     def _encode(self, inputs, num_aux_tokens, gate_position):
         """BertBackbone's forward pass, layer by layer, with the gate after layer k."""
@@ -260,12 +262,7 @@ class NGTModel(keras.Model):
         # No super().get_config(): the functional graph is rebuilt from these values.
         return {
             "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "variant": self.variant,
-            "gate_position": self.gate_position,
-            "num_gating_layers": self.num_gating_layers,
-            "num_classes": self.num_classes,
-            "num_aux_tokens": self.num_aux_tokens,
-            "gating_dropout": self.gating_dropout,
+            **self._config,
             "name": self.name,
             "trainable": self.trainable,
         }
@@ -294,28 +291,12 @@ def load_backbone(backbone, load_weights=True):
     raise TypeError(f"backbone is {type(backbone).__name__}: expected a preset name, a directory or a dict of sizes")
 
 
-def build_ngt(
-    backbone=BERT_LARGE_CASED_PRESET,
-    variant="neuromodulated-gating",
-    gate_position=21,
-    num_gating_layers=3,
-    num_classes=1,
-    num_aux_tokens=0,
-    gating_dropout=0.1,
-):
-    """Build an :class:`NGTModel`; ``backbone`` as in :func:`load_backbone`.
+def build_ngt(backbone=BERT_LARGE_CASED_PRESET, **kwargs):
+    """An :class:`NGTModel` on :func:`load_backbone` ``(backbone)``; ``kwargs`` go to ``NGTModel``.
 
     Example (no weights, the paper's sizes):
-    >>> model = build_ngt(BERT_LARGE_CASED)     # doctest: +SKIP
-    >>> model.count_params()                    # doctest: +SKIP
+    >>> model = build_ngt(BERT_LARGE_CASED, gate_position=21)     # doctest: +SKIP
+    >>> model.count_params()                                      # doctest: +SKIP
     371368961
     """
-    return NGTModel(
-        load_backbone(backbone),
-        variant=variant,
-        gate_position=gate_position,
-        num_gating_layers=num_gating_layers,
-        num_classes=num_classes,
-        num_aux_tokens=num_aux_tokens,
-        gating_dropout=gating_dropout,
-    )
+    return NGTModel(load_backbone(backbone), **kwargs)

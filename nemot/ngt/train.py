@@ -183,6 +183,19 @@ def _targets(rows, num_classes):
     return np.eye(num_classes, dtype="float32")[labels]
 
 
+def build_model(experiment, variant, backbone, num_classes, num_aux_tokens=0):
+    """The :class:`NGTModel` of one variant of the experiment on ``backbone``."""
+    return NGTModel(
+        backbone,
+        variant=variant.gating,
+        gate_position=variant.gate_position,
+        num_gating_layers=experiment.num_gating_layers,
+        num_classes=num_classes,
+        num_aux_tokens=num_aux_tokens,
+        gating_dropout=experiment.gating_dropout,
+    )
+
+
 def make_dataset(rows, encoder, batch_size, num_classes, seed=None):
     """A tf.data pipeline of (inputs, targets) batches, encoded on the fly (ReCoRD has ~1.2M rows).
 
@@ -228,15 +241,7 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir=Non
     aux_ids = [_token_id(tokenizer, t, task) for t in plan.aux_tokens]
     encoder = superglue.PairEncoder(tokenizer, experiment.sequence_length, aux_ids)
     num_classes = len(superglue.CB_LABELS) if task == "CB" else 1
-    model = NGTModel(
-        load_backbone(experiment.backbone),
-        variant=variant.gating,
-        gate_position=variant.gate_position,
-        num_gating_layers=experiment.num_gating_layers,
-        num_classes=num_classes,
-        num_aux_tokens=len(aux_ids),
-        gating_dropout=experiment.gating_dropout,
-    )
+    model = build_model(experiment, variant, load_backbone(experiment.backbone), num_classes, len(aux_ids))
     train_ds = make_dataset(train_data.rows, encoder, experiment.batch_size, num_classes, seed=seed)
     val_ds = make_dataset(val_data.rows, encoder, experiment.batch_size, num_classes)
     decay_steps = plan.decay_steps or math.ceil(len(train_data.rows) / experiment.batch_size) * plan.epochs
@@ -383,13 +388,4 @@ def parameter_counts(experiment, num_classes=1):
     The backbone is built once and shared (the counts do not depend on its weights).
     """
     backbone = load_backbone(experiment.backbone, load_weights=False)
-    return {
-        v.name: NGTModel(
-            backbone,
-            variant=v.gating,
-            gate_position=v.gate_position,
-            num_gating_layers=experiment.num_gating_layers,
-            num_classes=num_classes,
-        ).count_params()
-        for v in experiment.variants
-    }
+    return {v.name: build_model(experiment, v, backbone, num_classes).count_params() for v in experiment.variants}

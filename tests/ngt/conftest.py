@@ -3,6 +3,7 @@
 import json
 import re
 
+import keras
 import keras_hub
 import numpy as np
 import pytest
@@ -91,6 +92,12 @@ def write_jsonl(path, records):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Same random weights on every run, so a failure can be replayed."""
+    keras.utils.set_random_seed(0)
 
 
 @pytest.fixture(scope="session")
