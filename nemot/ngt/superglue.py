@@ -232,35 +232,47 @@ _HUB_CONFIG = {t: t.lower() for t in TASKS} | {"WSC": "wsc.fixed"}
 def hub_records(task, split):
     """(index, record) pairs of ``task`` from the Hugging Face hub, in the official jsonl layout.
 
-    Needs the network and ``pip install datasets``; not exercised by the offline
-    tests. ``split`` is ``train`` or ``val``. The hub flattens MultiRC and
-    ReCoRD to one row per answer/query and stores labels as integers; this
-    rebuilds the official nesting so the readers above apply unchanged.
+    Needs the network and ``pip install datasets``, so the offline tests only
+    cover :func:`hub_to_official`. ``split`` is ``train`` or ``val``.
     """
     _check_task(task)
     import datasets  # lazily: optional, online-only dependency
 
     hub_split = {"val": "validation"}.get(split, split)
-    data = datasets.load_dataset("aps/super_glue", _HUB_CONFIG[task], split=hub_split)
+    return hub_to_official(task, datasets.load_dataset("aps/super_glue", _HUB_CONFIG[task], split=hub_split))
+
+
+# Hub rows that differ from the official records only field by field.
+_HUB_CONVERT = {
+    "BoolQ": lambda x: {**x, "label": bool(x["label"])},
+    # Hub class labels: CB 0 entailment, 1 contradiction, 2 neutral; RTE 0 entailment, 1 not.
+    "CB": lambda x: {**x, "label": ("entailment", "contradiction", "neutral")[x["label"]]},
+    "RTE": lambda x: {**x, "label": ("entailment", "not_entailment")[x["label"]]},
+    "WiC": lambda x: {**x, "label": bool(x["label"])},
+    "WSC": lambda x: {
+        "text": x["text"],
+        "target": {"span1_text": x["span1_text"], "span2_text": x["span2_text"]},
+        "idx": x["idx"],
+        "label": bool(x["label"]),
+    },
+    "COPA": dict,
+}
+
+
+def hub_to_official(task, hub_rows):
+    """Hub rows (``super_glue`` schema) to (index, official record) pairs for :func:`records_to_rows`.
+
+    The hub flattens MultiRC to one row per answer and ReCoRD to one row per
+    query, and stores labels as integers; this rebuilds the official nesting.
+    """
+    _check_task(task)
     if task == "MultiRC":
-        return enumerate(_hub_multirc(data), start=1)
-    if task == "ReCoRD":
-        return enumerate(_hub_record(data), start=1)
-    convert = {
-        "BoolQ": lambda x: {**x, "label": bool(x["label"])},
-        # Hub CB labels: 0 entailment, 1 contradiction, 2 neutral.
-        "CB": lambda x: {**x, "label": ("entailment", "contradiction", "neutral")[x["label"]]},
-        "RTE": lambda x: {**x, "label": ("entailment", "not_entailment")[x["label"]]},
-        "WiC": lambda x: {**x, "label": bool(x["label"])},
-        "WSC": lambda x: {
-            "text": x["text"],
-            "target": {"span1_text": x["span1_text"], "span2_text": x["span2_text"]},
-            "idx": x["idx"],
-            "label": bool(x["label"]),
-        },
-        "COPA": lambda x: x,
-    }[task]
-    return ((i, convert(dict(x))) for i, x in enumerate(data, start=1))
+        records = _hub_multirc(hub_rows)
+    elif task == "ReCoRD":
+        records = _hub_record(hub_rows)
+    else:
+        records = (_HUB_CONVERT[task](dict(x)) for x in hub_rows)
+    return enumerate(records, start=1)
 
 
 def _hub_multirc(data):

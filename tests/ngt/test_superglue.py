@@ -153,3 +153,45 @@ def test_pair_encoder_puts_aux_tokens_first(tokenizer):
     red, blue = tokenizer(["red"])[0], tokenizer(["blue"])[0]
     assert out["token_ids"][0, :7].tolist() == [*aux, cls, *red, sep, *blue, sep]
     assert out["segment_ids"][0, :7].tolist() == [0, 0, 0, 0, 0, 1, 1]
+
+
+def _hub_rows(task):
+    """The fixtures as the Hugging Face ``super_glue`` dataset stores them (flat rows, integer labels)."""
+    records = RECORDS[task]
+    if task == "MultiRC":
+        return [
+            {"paragraph": r["passage"]["text"], "question": q["question"], "answer": a["text"], "label": a["label"],
+             "idx": {"paragraph": r["idx"], "question": q["idx"], "answer": a["idx"]}}
+            for r in records for q in r["passage"]["questions"] for a in q["answers"]
+        ]
+    if task == "ReCoRD":
+        rows = []
+        for r in records:
+            text = r["passage"]["text"]
+            spans = sorted(r["passage"]["entities"], key=lambda e: e["start"])
+            entity_spans = {"text": [text[e["start"] : e["end"] + 1] for e in spans],
+                            "start": [e["start"] for e in spans], "end": [e["end"] + 1 for e in spans]}
+            for qa in r["qas"]:
+                rows.append({"passage": text, "query": qa["query"], "entity_spans": entity_spans,
+                             "entities": sorted(set(entity_spans["text"])),
+                             "answers": sorted({a["text"] for a in qa["answers"]}),
+                             "idx": {"passage": r["idx"], "query": qa["idx"]}})
+        return rows
+    if task == "WSC":
+        return [{"text": r["text"], "span1_index": r["target"]["span1_index"], "span2_index": r["target"]["span2_index"],
+                 "span1_text": r["target"]["span1_text"], "span2_text": r["target"]["span2_text"],
+                 "idx": r["idx"], "label": int(r["label"])} for r in records]
+    hub_labels = {"CB": ["entailment", "contradiction", "neutral"], "RTE": ["entailment", "not_entailment"]}
+    if task in hub_labels:
+        return [{**r, "label": hub_labels[task].index(r["label"])} for r in records]
+    return [{**r, "label": int(r["label"])} for r in records]
+
+
+@pytest.mark.parametrize("task", superglue.TASKS)
+def test_hub_rows_read_like_the_official_files(superglue_dir, task):
+    official = _read(superglue_dir, task)
+    hub = superglue.records_to_rows(task, superglue.hub_to_official(task, _hub_rows(task)), "hub").rows
+    if task == "ReCoRD":  # the hub keeps each gold answer once
+        official = [PairRow(r.text_a, r.text_b, r.label, r.group, r.option, tuple(sorted(set(r.answers))))
+                    for r in official]
+    assert hub == official
