@@ -42,3 +42,10 @@ def test_from_file_starts_from_a_preset(tmp_path):
     path.write_text('[model]\npreset = "tiny"\nwidth = 16\n')
     with pytest.raises(ValueError, match="width"):
         nemot.NeMoTConfig.from_file(path)
+
+
+def test_every_public_name_resolves():
+    for name in nemot.__all__:
+        assert getattr(nemot, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        nemot.nonexistent
