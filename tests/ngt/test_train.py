@@ -3,13 +3,15 @@
 import json
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
 from nemot.ngt import cli
 from nemot.ngt.superglue import PairRow, TaskData
-from nemot.ngt.train import Experiment, TaskPlan, Variant, collect, train_run
-from tests.ngt.conftest import make_vocab
+from nemot.ngt.model import NGTModel
+from nemot.ngt.train import Experiment, TaskPlan, Variant, collect, compile_model, train_run
+from tests.ngt.conftest import make_vocab, tiny_backbone
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "ngt"
 
@@ -65,6 +67,21 @@ def test_bad_configs_name_the_key(tmp_path, patch, message):
     with pytest.raises(ValueError, match=message) as info:
         Experiment.from_dict(raw, source="exp.toml")
     assert str(info.value).startswith("exp.toml, key")
+
+
+@pytest.mark.parametrize("num_classes, loss", [(1, "binary_crossentropy"), (3, "categorical_crossentropy")])
+def test_compile_uses_the_papers_optimiser(num_classes, loss):
+    exp = Experiment.from_toml(CONFIGS / "table1.toml")
+    model = NGTModel(tiny_backbone(), gate_position=2, num_gating_layers=1, num_classes=num_classes)
+    compile_model(model, exp, decay_steps=320)
+    opt = model.optimizer
+    assert isinstance(opt, keras.optimizers.AdamW)
+    assert (opt.weight_decay, opt.beta_1, opt.beta_2, opt.epsilon) == (0.01, 0.9, 0.999, 1e-7)
+    # No exclude list, as in the original: LayerNorm and bias weights decay too.
+    assert all(opt._use_weight_decay(w) for w in model.trainable_weights)
+    schedule = opt._learning_rate
+    assert [float(schedule(s)) for s in (0, 160, 320, 400)] == pytest.approx([1e-5, 5e-6, 0.0, 0.0], abs=1e-12)
+    assert model.loss == loss
 
 
 def _match_rows(n, seed, colours=("red", "green", "blue")):
