@@ -82,3 +82,18 @@ def test_01_architecture(tmp_path, monkeypatch):
     low, high = summary["gate_range"]
     assert 0 < low < high < 1
     assert all(change > 0 for change in summary["max_gate_change"].values())
+
+
+def test_02_pretraining_c4(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMOT_CACHE", str(tmp_path / "cache"))  # the C4 window index
+    summary, out = run_notebook("02_pretraining_c4", tmp_path, monkeypatch)
+    assert "pretraining_loss.png" in summary["figures"]
+    losses, steps = summary["step_losses"], summary["steps_per_epoch"]
+    assert all(math.isfinite(value) for value in losses)
+    assert sum(losses[-steps:]) < sum(losses[:steps])  # the loss went down
+    # The resumed run continued with one more epoch, not from scratch.
+    assert summary["epochs"] == list(range(1, len(summary["epochs"]) + 1))
+    assert summary["final_step"] == steps * len(summary["epochs"])
+    assert (out / "pretrain" / "model_last.keras").is_file()
+    assert list((out / "c4-shards").glob("c4-train.*.npz"))
+    assert summary["replicas"] == 2  # two logical CPUs made in the notebook's first cells
