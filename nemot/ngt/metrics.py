@@ -14,7 +14,6 @@ Example:
 (80.91, 1.1)
 """
 
-import collections
 import math
 import statistics
 
@@ -22,6 +21,7 @@ import numpy as np
 from scipy import stats
 
 from nemot.evaluation.metrics import exact_match, f1
+from nemot.ngt.superglue import group_indices
 
 # Metric names per task, in the paper's column order.
 TASK_METRICS = {
@@ -63,14 +63,6 @@ def multirc_f1a(predictions, golds):
     return 0.0 if precision + recall == 0 else float(2 * precision * recall / (precision + recall))
 
 
-def _groups(rows):
-    """Row indices per group, in first-seen order."""
-    groups = collections.defaultdict(list)
-    for i, row in enumerate(rows):
-        groups[row.group].append(i)
-    return groups
-
-
 def score_task(task, rows, probabilities):
     """The task's SuperGLUE metrics (fractions) for one pass over its rows.
 
@@ -90,10 +82,10 @@ def score_task(task, rows, probabilities):
         return {"acc": float(np.mean((p > 0.5) == labels.astype(bool)))}
     if task == "MultiRC":
         predicted = p > 0.5
-        em = [np.all(predicted[idx] == labels[idx].astype(bool)) for idx in _groups(rows).values()]
+        em = [np.all(predicted[idx] == labels[idx].astype(bool)) for idx in group_indices(rows).values()]
         return {"f1a": multirc_f1a(predicted, labels), "em": float(np.mean(em))}
     # COPA, ReCoRD: the highest-scoring option of each group is the answer.
-    best = [idx[int(np.argmax(p[idx]))] for idx in _groups(rows).values()]
+    best = [idx[int(np.argmax(p[idx]))] for idx in group_indices(rows).values()]
     if task == "COPA":
         return {"acc": float(np.mean([labels[i] == 1 for i in best]))}
     if task == "ReCoRD":

@@ -305,6 +305,61 @@ def load_task(task, split, data_dir=None):
     return read_task(task, task_path(data_dir, task, split))
 
 
+# ---------------------------------------------------------------- predictions
+
+
+def group_indices(rows):
+    """``{group: [row index, ...]}`` in first-seen order: the options of each question."""
+    groups = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(row.group, []).append(i)
+    return groups
+
+
+def _label_value(task, label):
+    """A 0/1 (or CB class) label as the official files write it."""
+    if task == "CB":
+        return CB_LABELS[label]
+    if task == "RTE":
+        return "entailment" if label else "not_entailment"
+    return bool(label)
+
+
+def prediction_records(task, rows, probabilities):
+    """Predictions in the layout of the official jsonl labels, one record per example.
+
+    Binary tasks: sigmoid > 0.5; CB: argmax; COPA and ReCoRD: the best option
+    of each group (ReCoRD's label is the candidate string); MultiRC: one
+    label per answer, nested as in the official files.
+
+    Args:
+        task: the SuperGLUE task.
+        rows: the rows that were scored, in order.
+        probabilities: [len(rows), units] model outputs.
+    """
+    _check_task(task)
+    p = np.asarray(probabilities, np.float64)
+    if len(p) != len(rows):
+        raise ValueError(f"{len(rows)} rows but {len(p)} predictions: expected one per row")
+    if task == "CB":
+        return [{"idx": int(r.group), "label": CB_LABELS[int(np.argmax(q))]} for r, q in zip(rows, p)]
+    p = p.reshape(len(rows))
+    if task in ("BoolQ", "RTE", "WiC", "WSC"):
+        return [{"idx": int(r.group), "label": _label_value(task, q > 0.5)} for r, q in zip(rows, p)]
+    groups = group_indices(rows)
+    if task in ("COPA", "ReCoRD"):
+        best = {g: rows[idx[int(np.argmax(p[idx]))]] for g, idx in groups.items()}
+        cast = int if task == "COPA" else str
+        return [{"idx": int(g), "label": cast(r.option)} for g, r in best.items()]
+    # MultiRC: group "<passage idx>-<question idx>", option = answer idx.
+    passages = {}
+    for group, idx in groups.items():
+        pidx, qidx = (int(x) for x in group.split("-"))
+        answers = [{"idx": int(rows[i].option), "label": int(p[i] > 0.5)} for i in idx]
+        passages.setdefault(pidx, []).append({"idx": qidx, "answers": answers})
+    return [{"idx": pidx, "passage": {"questions": qs}} for pidx, qs in passages.items()]
+
+
 # ------------------------------------------------------------------- encoding
 
 

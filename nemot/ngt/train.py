@@ -22,8 +22,9 @@ An experiment is one TOML file (``configs/ngt/``)::
     [tasks.<Task>]     epochs, decay_steps (default: steps per epoch x epochs),
                        aux_tokens (tokens seen only by the gating block)
 
-Runs are written to ``<output_dir>/<variant>/<task>/seed<seed>/metrics.jsonl``
-(one line per epoch); :func:`collect` and :func:`report` read them back.
+Runs are written to ``<output_dir>/<variant>/<task>/seed<seed>/``: ``metrics.jsonl``
+(one line per epoch), ``val_predictions_epoch<N>.jsonl`` (official label layout)
+and ``training_setup.json``; :func:`collect` and :func:`report` read them back.
 """
 
 import dataclasses
@@ -278,7 +279,8 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir=Non
         (out_dir / "metrics.jsonl").write_text("")
     epochs = []
     for epoch in range(plan.epochs):
-        history = model.fit(train_ds, epochs=epoch + 1, initial_epoch=epoch, verbose=verbose)
+        # shuffle=False: make_dataset already reshuffles each epoch (Keras cannot shuffle a tf.data pipeline).
+        history = model.fit(train_ds, epochs=epoch + 1, initial_epoch=epoch, shuffle=False, verbose=verbose)
         probabilities = model.predict(val_ds, verbose=0)
         scores = ngt_metrics.score_task(task, val_data.rows, probabilities)
         epochs.append(scores)
@@ -286,6 +288,10 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir=Non
             line = {"epoch": epoch + 1, "loss": float(history.history["loss"][-1]), **scores}
             with open(out_dir / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(line) + "\n")
+            records = superglue.prediction_records(task, val_data.rows, probabilities)
+            (out_dir / f"val_predictions_epoch{epoch + 1}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in records)
+            )
             if experiment.save_weights:
                 model.save_weights(out_dir / f"epoch{epoch + 1}.weights.h5")
     return epochs

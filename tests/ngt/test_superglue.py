@@ -195,3 +195,24 @@ def test_hub_rows_read_like_the_official_files(superglue_dir, task):
         official = [PairRow(r.text_a, r.text_b, r.label, r.group, r.option, tuple(sorted(set(r.answers))))
                     for r in official]
     assert hub == official
+
+
+def _official_labels(task):
+    """The label fields of the fixtures, as prediction_records should write them for perfect predictions."""
+    if task == "MultiRC":
+        return [{"idx": r["idx"], "passage": {"questions": [
+            {"idx": q["idx"], "answers": [{"idx": a["idx"], "label": a["label"]} for a in q["answers"]]}
+            for q in r["passage"]["questions"]]}} for r in RECORDS[task]]
+    if task == "ReCoRD":
+        return [{"idx": qa["idx"], "label": qa["answers"][0]["text"]} for r in RECORDS[task] for qa in r["qas"]]
+    return [{"idx": r["idx"], "label": r["label"]} for r in RECORDS[task]]
+
+
+@pytest.mark.parametrize("task", superglue.TASKS)
+def test_prediction_records_of_perfect_scores_give_the_official_labels(superglue_dir, task):
+    rows = _read(superglue_dir, task)
+    labels = np.array([r.label for r in rows])
+    probabilities = np.eye(3)[labels] if task == "CB" else labels[:, None] * 0.8 + 0.1
+    assert superglue.prediction_records(task, rows, probabilities) == _official_labels(task)
+    flipped = superglue.prediction_records(task, rows, 1 - probabilities)
+    assert flipped != _official_labels(task)

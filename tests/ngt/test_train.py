@@ -157,6 +157,10 @@ aux_tokens = ["[unused1]"]
     assert {v: sorted(t) for v, t in runs.items()} == {"ngt": ["CB", "ReCoRD"], "plain": ["CB"]}
     assert [len(epochs) for epochs in runs["ngt"]["CB"]] == [2, 2]  # two seeds, two epochs each
     assert set(runs["ngt"]["ReCoRD"][0][0]) == {"f1", "em"}
+    predictions = tmp_path / "runs" / "ngt" / "CB" / "seed1" / "val_predictions_epoch2.jsonl"
+    records = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert [r["idx"] for r in records] == [0, 1, 2]
+    assert {r["label"] for r in records} <= {"contradiction", "neutral", "entailment"}
 
     capsys.readouterr()
     assert cli.main(["report", "--config", str(config)]) == 0
