@@ -225,6 +225,24 @@ class Tokenizer:
             return self._base_tokens[idx]
         raise KeyError(f"token id {idx} is outside the vocabulary 0..{vocab.VOCAB_SIZE - 1}")
 
+    def token_bytes(self, idx):
+        """The bytes of one token id: a GPT-2 token's raw UTF-8 bytes (possibly part of a
+        character), an added token's text; ``b""`` for the unused row 50,312.
+
+        Example:
+            >>> tok = Tokenizer()
+            >>> tok.token_bytes(tok.encode(" dog")[0]), tok.token_bytes(50302)
+            (b' dog', b'<sep>')
+        """
+        idx = int(idx)
+        if 0 <= idx < vocab.GPT2_VOCAB_SIZE:
+            return self._engine.id_to_bytes[idx]
+        if idx in self._added_by_id:
+            return self._added_by_id[idx].encode("utf-8")
+        if idx == UNUSED_ID:
+            return b""
+        raise ValueError(f"token id {idx} is outside the vocabulary 0..{vocab.VOCAB_SIZE - 1}")
+
     def _split(self, text):
         """Pieces of ``text``: added-token strings and the stripped ordinary text between them."""
         pieces, start = [], 0

@@ -121,10 +121,14 @@ class VanillaSet(_ConfiguredLayer):
         return x + ops.cast(position_vectors, x.dtype)[None]
 
     def call(self, text_ids, attention_mask=None, cache=None, cache_update_index=0,
-             training=None):
+             training=None, embeddings_transform=None):
+        """``embeddings_transform``: optional callable ``x -> x`` on the embeddings (after
+        their dropout, before the first layer), e.g. NeMoT's reading strategies."""
         if attention_mask is None:
             attention_mask = build_attention_mask(text_ids, mode="dec", num_aux=0)
         x = self.embeddings_dropout(self.embed(text_ids, cache_update_index), training=training)
+        if embeddings_transform is not None:
+            x = embeddings_transform(x)
         x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
                                    cache_update_index, training)
         x = self.layer_norm(x)

@@ -157,22 +157,19 @@ class NeMoT(CombinedLossMixin, keras.Model):
         of the first vanilla layer and both outputs are the same.
         """
         strategies = getattr(self, "reading_strategies", None)
-        vanilla = self.vanilla_set
-        if strategies is None or self.config.reading_strategy_position == "vanilla_output":
-            out = vanilla(text_ids, attention_mask, cache=cache,
-                          cache_update_index=cache_update_index, training=training)
-            out, cache = (out, None) if cache is None else out
-            read = out if strategies is None else strategies(out, text_ids, pos_tags,
-                                                             training=training)
-            return out, read, cache
-        # VanillaSet.call with the strategies between the embeddings and the first layer.
-        x = vanilla.embeddings_dropout(vanilla.embed(text_ids, cache_update_index),
-                                       training=training)
-        x = strategies(x, text_ids, pos_tags, training=training)
-        x, cache = vanilla._run_stack(vanilla.transformer_layers, x, attention_mask, cache,
-                                      cache_update_index, training)
-        x = vanilla.layer_norm(x)
-        return x, x, cache
+
+        def read(x):
+            return strategies(x, text_ids, pos_tags, training=training)
+
+        at_embeddings = (strategies is not None
+                         and self.config.reading_strategy_position == "embeddings")
+        out = self.vanilla_set(text_ids, attention_mask, cache=cache,
+                               cache_update_index=cache_update_index, training=training,
+                               embeddings_transform=read if at_embeddings else None)
+        out, cache = (out, None) if cache is None else out
+        if strategies is None or at_embeddings:
+            return out, out, cache
+        return out, read(out), cache
 
     # ---- cached decoding (<dec> mode; the auxiliary tokens are a cached prefix) ----
 
