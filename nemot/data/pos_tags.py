@@ -87,15 +87,6 @@ def default_tagger():
                           f"download them once with: {NLTK_DOWNLOAD}") from error
 
 
-def _byte_table(tokenizer):
-    """Bytes of every GPT-2 token id (the tokenizer's byte-level strings mapped back)."""
-    from nemot.data.tokenizer import _byte_decoder
-
-    decoder = _byte_decoder()
-    return [bytes(decoder[c] for c in tokenizer.id_to_token(i))
-            for i in range(vocab.GPT2_VOCAB_SIZE)]
-
-
 class PosTagger:
     """Category ids per BPE token of NeMoT text (module docstring has the rules).
 
@@ -119,7 +110,8 @@ class PosTagger:
             tokenizer = Tokenizer()
         self.tagger = default_tagger() if tagger is None else tagger
         self.words_alone = words_alone
-        self._token_bytes = _byte_table(tokenizer)
+        # Bytes of every GPT-2 token id, looked up once per token when tagging.
+        self._token_bytes = [tokenizer.token_bytes(i) for i in range(vocab.GPT2_VOCAB_SIZE)]
         self._alone = {}  # word -> category; context-free, so safe to cache
 
     def _word_categories(self, words):
@@ -213,6 +205,33 @@ def add_pos_tags(x, tagger, num_aux=NUM_AUX):
     if "token_ids" not in x:
         raise KeyError(f"batch has keys {sorted(x)}; expected 'token_ids'")
     return dict(x, pos_tags=tagger.tag_batch(x["token_ids"], num_aux))
+
+
+def needs_pos_tags(model_config):
+    """Whether a model config uses highlighting (then its inputs need ``"pos_tags"``)."""
+    return "highlighting" in tuple(getattr(model_config, "reading_strategies", ()))
+
+
+def pos_tagger_for(model_config, tagger=None, tokenizer=None):
+    """The :class:`PosTagger` a model needs, or None when it does not use highlighting.
+
+    Args:
+        model_config: a ``NeMoTConfig`` (``reading_strategies``,
+            ``compat_tag_words_alone``); configs without the fields give None.
+        tagger: the word tagger (default :func:`default_tagger`, NLTK's perceptron).
+        tokenizer: default the offline GPT-2 tokenizer.
+
+    Example:
+        >>> pos_tagger_for(NeMoTConfig.preset("tiny")) is None
+        True
+        >>> cfg = NeMoTConfig.preset("tiny").replace(reading_strategies=("highlighting",))
+        >>> pos_tagger_for(cfg)                                        # doctest: +SKIP
+        <nemot.data.pos_tags.PosTagger object at ...>
+    """
+    if not needs_pos_tags(model_config):
+        return None
+    return PosTagger(tagger, tokenizer,
+                     words_alone=bool(getattr(model_config, "compat_tag_words_alone", False)))
 
 
 def pad_pos_tags(tag_lists, max_text_length):

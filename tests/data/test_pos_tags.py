@@ -1,39 +1,23 @@
 """POS tags per BPE token for highlighting: Penn mapping, word alignment, context, batches.
 
-The tagger is a real NLTK averaged perceptron trained here on a small hand-tagged
-corpus that the test writes (no NLTK data download, no network).
+The tagger is a real NLTK averaged perceptron trained on a small hand-tagged corpus
+that the test writes (``tests.data.tagger_helper``; no NLTK data download, no network).
 """
-
-import random
 
 import nltk
 import numpy as np
 import pytest
-from nltk.corpus.reader import TaggedCorpusReader
 from nltk.tag import DefaultTagger
 from nltk.tag.perceptron import PerceptronTagger
 
 from nemot import vocab
+from nemot.config import NeMoTConfig
 from nemot.data import Formatter, QAExample, Tokenizer
 from nemot.data import pos_tags
 from nemot.data.pos_tags import (ADJECTIVE, ADVERB, FOREIGN_WORD, NOUN, NUMERAL, OTHER,
                                  POS_PAD_ID, SPECIAL_TOKEN, VERB, PosTagger, add_pos_tags,
-                                 category, pad_pos_tags, split_words)
-
-CORPUS = """\
-The/DT dog/NN barked/VBD loudly/RB at/IN 42/CD visitors/NNS ./.
-The/DT happy/JJ dog/NN ran/VBD quickly/RB ./.
-A/DT big/JJ cat/NN sleeps/VBZ quietly/RB ./.
-The/DT book/NN is/VBZ good/JJ ./.
-The/DT book/NN was/VBD red/JJ ./.
-A/DT book/NN fell/VBD ./.
-I/PRP book/VBP a/DT room/NN ./.
-We/PRP book/VBP the/DT flight/NN ./.
-They/PRP book/VBP a/DT table/NN ./.
-She/PRP reads/VBZ the/DT book/NN ./.
-He/PRP said/VBD bonjour/FW twice/RB ./.
-Visitors/NNS saw/VBD 3/CD big/JJ cats/NNS ./.
-"""
+                                 category, pad_pos_tags, pos_tagger_for, split_words)
+from tests.data.tagger_helper import install_perceptron, train_perceptron
 
 
 @pytest.fixture(scope="module")
@@ -43,19 +27,7 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def perceptron(tmp_path_factory):
-    root = tmp_path_factory.mktemp("corpus")
-    (root / "hand.pos").write_text(CORPUS)
-    # NLTK's corpus readers only open files under nltk.data.path (nltk.pathsec).
-    nltk.data.path.append(str(root))
-    try:
-        sentences = list(TaggedCorpusReader(str(root), ["hand.pos"]).tagged_sents())
-    finally:
-        nltk.data.path.remove(str(root))
-    assert len(sentences) == 12
-    random.seed(0)  # PerceptronTagger.train shuffles with the global generator
-    tagger = PerceptronTagger(load=False)
-    tagger.train(sentences * 4, nr_iter=10)
-    return tagger
+    return train_perceptron(tmp_path_factory.mktemp("corpus"))
 
 
 def pieces(tokenizer, ids):
@@ -162,3 +134,20 @@ def test_the_default_tagger_says_how_to_download_its_data(monkeypatch, tmp_path)
     with pytest.raises(LookupError, match="python -m nltk.downloader "
                                           "averaged_perceptron_tagger_eng"):
         pos_tags.default_tagger()
+
+
+def test_a_model_config_picks_its_tagger_from_the_nltk_data(tokenizer, perceptron, tmp_path,
+                                                           monkeypatch):
+    tiny = NeMoTConfig.preset("tiny")
+    assert pos_tagger_for(tiny) is None
+    assert pos_tagger_for(tiny.replace(reading_strategies=("aoi",))) is None
+    # The default tagger is whatever NLTK finds as its English perceptron: here ours.
+    monkeypatch.setattr(nltk.data, "path", [str(install_perceptron(perceptron, tmp_path))])
+    ids = tokenizer.encode("<q> We book a table. (1) The book was red. <sep>")
+    for words_alone in (False, True):
+        cfg = tiny.replace(reading_strategies=("highlighting",),
+                           compat_tag_words_alone=words_alone)
+        tagger = pos_tagger_for(cfg, tokenizer=tokenizer)
+        assert isinstance(tagger.tagger, PerceptronTagger) and tagger.words_alone == words_alone
+        assert tagger.tag_text_ids(ids) == \
+            PosTagger(perceptron, tokenizer, words_alone=words_alone).tag_text_ids(ids)
