@@ -118,3 +118,15 @@ def test_explicit_files_and_bad_files(tmp_path):
         Tokenizer(vocabulary=bad, merges=vocab_bpe)
     with pytest.raises(ValueError, match="together"):
         Tokenizer(vocabulary=bad)
+
+
+def test_token_bytes_are_the_raw_bytes_each_token_decodes_to(tok, reference):
+    ids = tok.encode("<q> naïve 🐶 dogs <sep>")
+    pieces = [tok.token_bytes(i) for i in ids[1:-1]]
+    assert pieces == [reference.decode_single_token_bytes(i) for i in ids[1:-1]]
+    # The emoji is split: some pieces alone are not valid UTF-8, all together are.
+    assert b"".join(pieces) == "naïve 🐶 dogs".encode()
+    assert any(not piece.decode("utf-8", errors="ignore").encode() == piece for piece in pieces)
+    assert (tok.token_bytes(ids[0]), tok.token_bytes(UNUSED_ID)) == (b"<q>", b"")
+    with pytest.raises(ValueError, match="token id 60000"):
+        tok.token_bytes(60000)
