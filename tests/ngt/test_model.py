@@ -9,7 +9,7 @@ from keras import ops
 from safetensors.numpy import save_file
 
 from nemot.ngt.model import BERT_LARGE_CASED, VARIANTS, NGTModel, build_ngt, load_backbone
-from tests.ngt.conftest import TINY_BERT, random_inputs, tiny_backbone
+from tests.ngt.helpers import TINY_BERT, random_inputs, tiny_backbone
 
 
 def _set_gate(model, gamma, beta):

@@ -7,7 +7,7 @@ import pytest
 
 from nemot.ngt import superglue
 from nemot.ngt.superglue import PairEncoder, PairRow, SuperGLUEFormatError, read_task
-from tests.ngt.conftest import RECORDS, write_jsonl
+from tests.ngt.helpers import RECORDS, write_jsonl
 
 
 def _read(superglue_dir, task):

@@ -11,7 +11,7 @@ from nemot.ngt import cli
 from nemot.ngt.superglue import PairRow, TaskData
 from nemot.ngt.model import NGTModel
 from nemot.ngt.train import Experiment, TaskPlan, Variant, collect, compile_model, train_run
-from tests.ngt.conftest import make_vocab, tiny_backbone
+from tests.ngt.helpers import make_vocab, tiny_backbone
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "ngt"
 
