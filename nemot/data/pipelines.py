@@ -2,9 +2,16 @@
 
 Every training dataset yields batches ``(x, y)`` with static shapes (XLA)::
 
-    x = {"token_ids": int32 [B, 3 + n]}          # [<cls>, <mode>, <task>] + text, <pad>-padded
+    x = {"token_ids": int32 [B, 3 + n],          # [<cls>, <mode>, <task>] + text, <pad>-padded
+         "pos_tags": int32 [B, n]}               # QA datasets given a pos_tagger only
     y = {"task_targets": int32 [B, n],           # L1 and L3; IGNORE_ID (-1) where ignored
          "lm_targets": int32 [B, n]}             # L2; all ignored for C4 (pre-training is L1)
+
+``pos_tags`` (the highlighting reading strategy, :mod:`nemot.data.pos_tags`): the
+QA datasets take ``pos_tagger=`` (a ``PosTagger``, e.g. ``pos_tagger_for(model_config)``,
+None for models without highlighting). Every example is tagged once, when the
+dataset is made, and its tags (``POS_PAD_ID`` = -1 at padding) travel with its row,
+so shuffling, resuming and distribution keep them aligned with the token ids.
 
 The order of examples is computed in numpy and is a pure function of
 ``(seed, position)``, so ``start_batch=k`` resumes exactly at global batch ``k``
@@ -40,6 +47,8 @@ import data_prep
 from nemot import vocab
 from nemot.data import c4, registry
 from nemot.data.format import MAX_TEXT_LENGTH, DataError, FormattedExample, Formatter
+# pos_tagger_for is re-exported: the trainer picks a model's tagger with it.
+from nemot.data.pos_tags import POS_PAD_ID, pad_pos_tags, pos_tagger_for  # noqa: F401
 from nemot.data.registry import SEED_DATASETS
 from nemot.data.tokenizer import Tokenizer
 
@@ -68,15 +77,17 @@ def _replica_share(batch_size, input_context):
 
 
 def _pad_row(like):
-    token_ids, _, _ = like
+    token_ids = like[0]
     pad = np.full_like(token_ids, vocab.PAD_ID)
     pad[:NUM_AUX] = token_ids[:NUM_AUX]  # a valid mode and task token for the model
     ignored = np.full(len(token_ids) - NUM_AUX, vocab.IGNORE_ID, np.int32)
-    return pad, ignored, ignored
+    untagged = (np.full(len(ignored), POS_PAD_ID, np.int32),) if len(like) == 4 else ()
+    return (pad, ignored, ignored) + untagged
 
 
 def batches(rows, batch_size, input_context=None):
-    """Per-replica batches ``(x, y)`` of numpy arrays from rows ``(token_ids, task, lm)``.
+    """Per-replica batches ``(x, y)`` of numpy arrays from rows ``(token_ids, task, lm)``
+    or ``(token_ids, task, lm, pos_tags)``.
 
     Takes ``batch_size`` (global) rows at a time, keeps this pipeline's slice and
     splits it into per-replica batches. A short last global batch is padded with
@@ -88,17 +99,23 @@ def batches(rows, batch_size, input_context=None):
         block += [_pad_row(block[-1])] * (batch_size - len(block))
         mine = block[first:first + share]
         for r in range(0, share, per_replica):
-            token_ids, task, lm = (np.stack(column) for column in zip(*mine[r:r + per_replica]))
-            yield {"token_ids": token_ids}, {"task_targets": task, "lm_targets": lm}
+            token_ids, task, lm, *tags = (np.stack(column)
+                                          for column in zip(*mine[r:r + per_replica]))
+            x = {"token_ids": token_ids}
+            if tags:
+                x["pos_tags"] = tags[0]
+            yield x, {"task_targets": task, "lm_targets": lm}
 
 
-def _to_dataset(make_batches, batch_size, max_text_length, input_context):
+def _to_dataset(make_batches, batch_size, max_text_length, input_context, pos_tags=False):
     per_replica = _replica_share(batch_size, input_context)[0]
     spec = lambda width: tf.TensorSpec([per_replica, width], tf.int32)  # noqa: E731
+    x_spec = {"token_ids": spec(NUM_AUX + max_text_length)}
+    if pos_tags:
+        x_spec["pos_tags"] = spec(max_text_length)
     ds = tf.data.Dataset.from_generator(
         make_batches, output_signature=(
-            {"token_ids": spec(NUM_AUX + max_text_length)},
-            {"task_targets": spec(max_text_length), "lm_targets": spec(max_text_length)}))
+            x_spec, {"task_targets": spec(max_text_length), "lm_targets": spec(max_text_length)}))
     if input_context is not None:
         # Sharding is done above, by rows of each global batch.
         options = tf.data.Options()
@@ -259,6 +276,15 @@ def pad_examples(examples, max_text_length):
     return token_ids, task, lm
 
 
+def example_arrays(examples, max_text_length, pos_tagger=None):
+    """:func:`pad_examples`' arrays, plus ``pos_tags`` int32 [N, n] (-1 at padding) when a
+    ``pos_tagger`` is given: every example tagged once, from its (truncated) token ids."""
+    arrays = pad_examples(examples, max_text_length)
+    if pos_tagger is None:
+        return arrays
+    return arrays + (pad_pos_tags(pos_tagger.tag_examples(examples, NUM_AUX), max_text_length),)
+
+
 def epoch_indices(size, seed_key, start=0, shuffle=True, repeat=True):
     """Example indices from position ``start``: epoch ``e`` is
     ``default_rng([*seed_key, e]).permutation(size)`` (or ``range(size)``)."""
@@ -273,26 +299,30 @@ def epoch_indices(size, seed_key, start=0, shuffle=True, repeat=True):
 # ---------------------------------------------------------------- QA datasets
 
 def examples_dataset(formatted_examples, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
-                     start_batch=0, shuffle=True, repeat=True, input_context=None):
+                     start_batch=0, shuffle=True, repeat=True, input_context=None,
+                     pos_tagger=None):
     """Batches of a list of :class:`FormattedExample` (see the module docstring).
+
+    ``pos_tagger``: a :class:`nemot.data.pos_tags.PosTagger` adds ``x["pos_tags"]``
+    (highlighting models; see :func:`pos_tagger_for`).
 
     Example:
         >>> fmt = Formatter(Tokenizer(), max_text_length=32)
         >>> ds = examples_dataset(fmt.format_batch(examples), batch_size=4, max_text_length=32)  # doctest: +SKIP
     """
-    arrays = pad_examples(formatted_examples, max_text_length)
+    arrays = example_arrays(formatted_examples, max_text_length, pos_tagger)
 
     def make_batches():
         order = epoch_indices(len(arrays[0]), (seed,), start_batch * batch_size, shuffle, repeat)
-        return batches(((arrays[0][k], arrays[1][k], arrays[2][k]) for k in order),
-                       batch_size, input_context)
+        return batches((tuple(a[k] for a in arrays) for k in order), batch_size, input_context)
 
-    return _to_dataset(make_batches, batch_size, max_text_length, input_context)
+    return _to_dataset(make_batches, batch_size, max_text_length, input_context,
+                       pos_tags=pos_tagger is not None)
 
 
 def qa_dataset(name, split, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
                start_batch=0, shuffle=True, repeat=True, task_token=None, mode="dec",
-               mqa_mode="label", tokenizer=None, input_context=None):
+               mqa_mode="label", tokenizer=None, input_context=None, pos_tagger=None):
     """One dataset split by registry name (single-dataset fine-tuning).
 
     Args:
@@ -308,24 +338,25 @@ def qa_dataset(name, split, *, data_dir, batch_size, max_text_length=MAX_TEXT_LE
         mqa_mode: ``"label"`` or ``"generate"`` (raw files only; shards keep theirs).
         tokenizer: default the offline GPT-2 :class:`Tokenizer`.
         input_context: see :func:`distribute`.
+        pos_tagger: adds ``x["pos_tags"]`` (highlighting); see :func:`pos_tagger_for`.
     """
     examples = load_formatted(name, split, data_dir=data_dir, max_text_length=max_text_length,
                               task_token=task_token, mode=mode, mqa_mode=mqa_mode,
                               tokenizer=tokenizer)
     return examples_dataset(examples, batch_size=batch_size, max_text_length=max_text_length,
                             seed=seed, start_batch=start_batch, shuffle=shuffle, repeat=repeat,
-                            input_context=input_context)
+                            input_context=input_context, pos_tagger=pos_tagger)
 
 
 def validation_dataset(name, split, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH,
                        task_token=None, mode="dec", mqa_mode="label", tokenizer=None,
-                       input_context=None):
+                       input_context=None, pos_tagger=None):
     """One pass over a split in file order for validation loss; the last batch is padded
     with ignored rows. (C4 validation: ``c4_dataset(..., split="validation")``.)"""
     return qa_dataset(name, split, data_dir=data_dir, batch_size=batch_size,
                       max_text_length=max_text_length, shuffle=False, repeat=False,
                       task_token=task_token, mode=mode, mqa_mode=mqa_mode, tokenizer=tokenizer,
-                      input_context=input_context)
+                      input_context=input_context, pos_tagger=pos_tagger)
 
 
 def eval_examples(name, split, *, data_dir, max_text_length=MAX_TEXT_LENGTH, task_token=None,
@@ -393,7 +424,7 @@ def _pool_counts(num_datasets, seed, start):
 
 def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH,
                  seed=0, start_batch=0, task_tokens=None, tokenizer=None, input_context=None,
-                 split="train", mode="dec", mqa_mode="label"):
+                 split="train", mode="dec", mqa_mode="label", pos_tagger=None):
     """The multi-format pool of general training (thesis §3.3.1): infinite, mixed batches.
 
     Each example's dataset is drawn uniformly at random (seeded) from ``names``; each
@@ -407,6 +438,7 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
         batch_size: global batch size.
         task_tokens: ``{name: task token}`` overrides (default: the registry's
             ``mqa``/``gqa``); check them with :func:`check_task_tokens`.
+        pos_tagger: adds ``x["pos_tags"]`` (highlighting); every dataset is tagged once.
         Other arguments as :func:`qa_dataset`.
     """
     names = tuple(names)
@@ -419,10 +451,11 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
     missing = [name for name in names if name not in dirs]
     if missing:
         raise ValueError(f"data_dir has no directory for {missing}")
-    arrays = [pad_examples(load_formatted(name, split, data_dir=dirs[name],
-                                          max_text_length=max_text_length,
-                                          task_token=tokens[name], mode=mode, mqa_mode=mqa_mode,
-                                          tokenizer=tokenizer), max_text_length)
+    arrays = [example_arrays(load_formatted(name, split, data_dir=dirs[name],
+                                            max_text_length=max_text_length,
+                                            task_token=tokens[name], mode=mode,
+                                            mqa_mode=mqa_mode, tokenizer=tokenizer),
+                             max_text_length, pos_tagger)
               for name in names]
 
     def make_batches():
@@ -433,8 +466,9 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
         def rows():
             for d in pool_choices(len(names), seed, start):
                 k = next(orders[d])
-                yield arrays[d][0][k], arrays[d][1][k], arrays[d][2][k]
+                yield tuple(a[k] for a in arrays[d])
 
         return batches(rows(), batch_size, input_context)
 
-    return _to_dataset(make_batches, batch_size, max_text_length, input_context)
+    return _to_dataset(make_batches, batch_size, max_text_length, input_context,
+                       pos_tags=pos_tagger is not None)

@@ -4,12 +4,14 @@ Nothing is downloaded: :func:`train_perceptron` writes the corpus and trains the
 tagger; :func:`install_perceptron` saves it where NLTK looks for its English
 tagger, so code that builds the default tagger (``nemot.data.pos_tags.default_tagger``,
 the ``nemot evaluate`` command) loads it once the folder is on ``nltk.data.path``.
+Test modules import the :func:`perceptron` fixture.
 """
 
 import json
 import random
 
 import nltk
+import pytest
 from nltk.corpus.reader import TaggedCorpusReader
 from nltk.tag.perceptron import PerceptronTagger
 
@@ -44,6 +46,12 @@ def train_perceptron(root):
     tagger = PerceptronTagger(load=False)
     tagger.train(sentences * 4, nr_iter=10)
     return tagger
+
+
+@pytest.fixture(scope="module")
+def perceptron(tmp_path_factory):
+    """A pytest fixture: :func:`train_perceptron` once per test module."""
+    return train_perceptron(tmp_path_factory.mktemp("corpus"))
 
 
 def install_perceptron(tagger, root, lang="eng"):

@@ -17,17 +17,12 @@ from nemot.data import pos_tags
 from nemot.data.pos_tags import (ADJECTIVE, ADVERB, FOREIGN_WORD, NOUN, NUMERAL, OTHER,
                                  POS_PAD_ID, SPECIAL_TOKEN, VERB, PosTagger, add_pos_tags,
                                  category, pad_pos_tags, pos_tagger_for, split_words)
-from tests.data.tagger_helper import install_perceptron, train_perceptron
+from tests.data.tagger_helper import install_perceptron, perceptron  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     return Tokenizer()
-
-
-@pytest.fixture(scope="module")
-def perceptron(tmp_path_factory):
-    return train_perceptron(tmp_path_factory.mktemp("corpus"))
 
 
 def pieces(tokenizer, ids):
