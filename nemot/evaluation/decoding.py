@@ -18,6 +18,17 @@ Three ways to turn a NeMoT into answers:
   (default) averages over the answer tokens, so long options are not penalised
   for their length; ``"sum"`` is the plain sequence log-likelihood.
 
+Models with the highlighting reading strategy (``reading_strategies`` has
+``"highlighting"``) need POS tags with their input. :func:`predict_labels`,
+:func:`next_token_logits`, :func:`answer_log_probs` and :func:`score_options`
+compute them from the token ids they run (``pos_tagger=``, default
+``nemot.data.pos_tags.pos_tagger_for(model.config)``, NLTK's perceptron): a
+prompt's tags equal those of the same positions in training, because the text
+before ``<sep>`` is tagged on its own. Generation (:class:`Generator`,
+:func:`generate`) refuses such a model: generated tokens would need tags the
+data pipeline never gave in training (their words are not finished while they
+are generated). The thesis evaluated its highlighting runs in label mode only.
+
 Right-padded prompts of different lengths are handled the KerasHub way: the
 loop starts after the shortest prompt and at every position still inside a
 longer prompt that example keeps its own prompt token. So each example gets
@@ -39,6 +50,7 @@ from keras import ops
 
 from nemot import vocab
 from nemot.data.format import Formatter, truncate
+from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 
 REDUCTIONS = ("mean", "sum")
 # Samplers whose ``next`` needs hidden states, which NeMoT's cached call does not return.
@@ -98,6 +110,35 @@ def check_prompts(model, prompts, need_room=1):
     return prompts
 
 
+def resolve_pos_tagger(model, pos_tagger=None):
+    """The tagger for ``model``'s inputs: ``pos_tagger`` or, when None, the default of its
+    config (:func:`nemot.data.pos_tags.pos_tagger_for`); None for a model without
+    highlighting."""
+    config = getattr(model, "config", None)
+    if not needs_pos_tags(config):
+        return None
+    return pos_tagger if pos_tagger is not None else pos_tagger_for(config)
+
+
+def model_inputs(model, token_ids, pos_tagger=None):
+    """``{"token_ids": token_ids}``, plus ``"pos_tags"`` [B, n] when ``pos_tagger`` is given
+    (from :func:`resolve_pos_tagger`)."""
+    inputs = {"token_ids": token_ids}
+    if pos_tagger is not None:
+        inputs["pos_tags"] = pos_tagger.tag_batch(token_ids, model.config.num_aux_tokens)
+    return inputs
+
+
+def check_generation_supported(model):
+    """A clear error for models that cannot generate: those with highlighting."""
+    if needs_pos_tags(getattr(model, "config", None)):
+        raise ValueError(
+            "generation with the highlighting reading strategy is not supported: generated "
+            "tokens would need POS tags the model never saw in training. Evaluate such a "
+            "model on multiple choice in label mode (predict_labels, `nemot evaluate "
+            "--mc-mode label`) or score mode (score_options, `--mc-mode score`)")
+
+
 def pad_prompts(prompts, num_aux, width=None, pad_id=vocab.PAD_ID):
     """``(aux_ids [B, a], text_ids [B, width], lengths [B])`` of right-padded prompts."""
     lengths = np.array([len(p) - num_aux for p in prompts], dtype=np.int32)
@@ -136,6 +177,10 @@ class Generator:
         jit_compile: XLA-compile the loop (TensorFlow backend); ``None`` = yes.
         pad_to_multiple_of: rounding of the prompt width.
 
+    Raises:
+        ValueError: the model uses the highlighting reading strategy (see the module
+            docstring; use :func:`predict_labels` or :func:`score_options`).
+
     Example:
         >>> generator = Generator(model)
         >>> [g.ids for g in generator(prompts, max_new_tokens=16)]   # doctest: +SKIP
@@ -143,6 +188,7 @@ class Generator:
 
     def __init__(self, model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_compile=None,
                  pad_to_multiple_of=64):
+        check_generation_supported(model)
         self.model = model
         self.sampler = get_sampler(sampler)
         self.stop_token_ids = tuple(int(t) for t in stop_token_ids)
@@ -241,6 +287,7 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
         batch_size: prompts per compiled call (default all at once).
         **kwargs: more :class:`Generator` arguments.
     """
+    check_generation_supported(model)
     prompts = list(prompts)
     size = batch_size or len(prompts)
     batches = [prompts[first:first + size] for first in range(0, len(prompts), size)]
@@ -271,41 +318,49 @@ def _recompute(model, prompts, max_new_tokens, sampler):
 
 # ---- multiple choice ------------------------------------------------------------------
 
-def _logits(model, token_ids):
-    return model({"token_ids": token_ids}, training=False)["logits"]
+def _logits(model, token_ids, pos_tagger):
+    return model(model_inputs(model, token_ids, pos_tagger), training=False)["logits"]
 
 
-def next_token_logits(model, prompts):
-    """Main-head logits [B, vocab] at each prompt's last text position (one forward pass)."""
+def next_token_logits(model, prompts, pos_tagger=None):
+    """Main-head logits [B, vocab] at each prompt's last text position (one forward pass).
+
+    ``pos_tagger``: tags the prompts of a highlighting model (see :func:`resolve_pos_tagger`).
+    """
     prompts = check_prompts(model, prompts, need_room=0)
     a = model.config.num_aux_tokens
     aux, text, lengths = pad_prompts(prompts, a)
-    logits = _logits(model, np.concatenate([aux, text], axis=1))
+    logits = _logits(model, np.concatenate([aux, text], axis=1),
+                     resolve_pos_tagger(model, pos_tagger))
     last = ops.convert_to_tensor((lengths - 1)[:, None, None])
     return ops.take_along_axis(ops.cast(logits, "float32"), last, axis=1)[:, 0]
 
 
-def predict_labels(model, prompts, batch_size=8):
+def predict_labels(model, prompts, batch_size=8, pos_tagger=None):
     """Label mode (thesis): the argmax token over the whole vocabulary at ``<sep>``, per prompt.
 
     ``prompts`` end with ``<sep>`` (``FormattedExample.prompt_ids`` in label mode).
     Returns a list of token ids; compare ``tokenizer.decode([id])`` with the gold ``(k)``.
+    ``pos_tagger``: tags the prompts of a highlighting model (default: the config's,
+    built once per call; see :func:`resolve_pos_tagger`).
     """
     prompts = list(prompts)
+    pos_tagger = resolve_pos_tagger(model, pos_tagger)
     ids = []
     for first in range(0, len(prompts), batch_size):
-        logits = next_token_logits(model, prompts[first:first + batch_size])
+        logits = next_token_logits(model, prompts[first:first + batch_size], pos_tagger)
         ids += np.asarray(ops.convert_to_numpy(ops.argmax(logits, axis=-1))).tolist()
     return ids
 
 
-def answer_log_probs(model, sequences, answer_lengths):
+def answer_log_probs(model, sequences, answer_lengths, pos_tagger=None):
     """Log-probability of the last ``answer_lengths[i]`` text tokens of each sequence.
 
     Args:
         model: a NeMoT.
         sequences: lists of aux + text ids.
         answer_lengths: how many trailing text tokens are the answer.
+        pos_tagger: tags the sequences of a highlighting model (see :func:`resolve_pos_tagger`).
 
     Returns:
         A list of float32 arrays, one log-probability per answer token.
@@ -313,7 +368,8 @@ def answer_log_probs(model, sequences, answer_lengths):
     sequences = check_prompts(model, sequences, need_room=0)
     a = model.config.num_aux_tokens
     aux, text, lengths = pad_prompts(sequences, a)
-    logits = ops.cast(_logits(model, np.concatenate([aux, text], axis=1)), "float32")
+    logits = ops.cast(_logits(model, np.concatenate([aux, text], axis=1),
+                              resolve_pos_tagger(model, pos_tagger)), "float32")
     # logits[:, t] predicts text token t + 1.
     targets = ops.convert_to_tensor(np.concatenate(
         [text[:, 1:], np.zeros((len(text), 1), np.int32)], axis=1)[..., None])
@@ -327,7 +383,7 @@ def answer_log_probs(model, sequences, answer_lengths):
     return out
 
 
-def score_options(model, formatter, examples, reduction="mean", batch_size=8):
+def score_options(model, formatter, examples, reduction="mean", batch_size=8, pos_tagger=None):
     """Score every option of each multiple-choice example as an appended answer.
 
     Each option ``k`` is appended in the generate-mode layout
@@ -343,12 +399,15 @@ def score_options(model, formatter, examples, reduction="mean", batch_size=8):
         examples: :class:`nemot.data.QAExample` with ``options``.
         reduction: ``"mean"`` or ``"sum"``.
         batch_size: sequences per forward pass.
+        pos_tagger: tags each whole sequence (prompt and appended option) of a
+            highlighting model (default: the config's; see :func:`resolve_pos_tagger`).
 
     Returns:
         A list (per example) of lists of option scores; the prediction is the argmax.
     """
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    pos_tagger = resolve_pos_tagger(model, pos_tagger)
     answers = Formatter(formatter.tokenizer, formatter.max_text_length, formatter.mode,
                         formatter.task_token, mqa_mode="generate")
     texts, owners = [], []
@@ -371,7 +430,7 @@ def score_options(model, formatter, examples, reduction="mean", batch_size=8):
     scores = [[] for _ in examples]
     for first in range(0, len(sequences), batch_size):
         chunk = slice(first, first + batch_size)
-        for owner, values in zip(owners[chunk], answer_log_probs(model, sequences[chunk],
-                                                                 answer_lengths[chunk])):
+        log_probs = answer_log_probs(model, sequences[chunk], answer_lengths[chunk], pos_tagger)
+        for owner, values in zip(owners[chunk], log_probs):
             scores[owner].append(float(values.mean() if reduction == "mean" else values.sum()))
     return scores

@@ -10,6 +10,12 @@ Question answering (every dataset of ``nemot.data.registry`` except the LM sets)
   (greedy by default, ``--sampler`` picks a ``keras_hub.samplers`` one), the
   decoded answer scored with the dataset's metric (F1, ROUGE-L, accuracy).
 
+A model with the highlighting reading strategy gets the POS tags of its inputs
+from NLTK's perceptron (``nemot.data.pos_tags``; its data are downloaded once with
+``python -m nltk.downloader averaged_perceptron_tagger_eng``), tagging each word
+in context or alone as its config says (``compat_tag_words_alone``). It answers
+multiple choice in label or score mode; generation and perplexity refuse it.
+
 Writes ``<dataset>_<split>_predictions.jsonl``, ``_metrics.json`` and
 ``_report.md`` into ``--out`` (``nemot.evaluation.report.write_report``).
 
@@ -32,6 +38,7 @@ import numpy as np
 
 from nemot import vocab
 from nemot.data import Formatter, Tokenizer, registry
+from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 from nemot.evaluation import decoding
 from nemot.evaluation.perplexity import perplexity
 from nemot.evaluation.report import write_lm_report, write_report
@@ -89,7 +96,8 @@ def _records(examples, formatted, predictions, extra=None):
 
 def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, tokenizer=None,
                 max_new_tokens=DEFAULT_MAX_NEW_TOKENS, batch_size=8, mc_mode="label",
-                score_reduction="mean", sampler=None, model_name="NeMoT (this run)"):
+                score_reduction="mean", sampler=None, model_name="NeMoT (this run)",
+                pos_tagger=None):
     """Answer ``examples`` (``QAExample``) and write the report files; returns ``write_report``'s dict.
 
     Args:
@@ -106,6 +114,8 @@ def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, to
         score_reduction: ``"mean"`` or ``"sum"`` (``mc_mode="score"``).
         sampler: ``keras_hub.samplers`` sampler or name for generation; ``None`` = greedy.
         model_name: label of our row in the table.
+        pos_tagger: tags the inputs of a highlighting model (default:
+            ``pos_tagger_for(model.config)``, NLTK's perceptron); unused otherwise.
     """
     if mc_mode not in MC_MODES:
         raise ValueError(f"mc_mode={mc_mode!r}: expected one of {MC_MODES}")
@@ -114,6 +124,10 @@ def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, to
     if len(tasks) != 1:
         raise ValueError(f"{dataset}: expected examples of one task, got {sorted(tasks)}")
     task = tasks.pop()
+    if task != "mqa":
+        decoding.check_generation_supported(model)
+    if pos_tagger is None:
+        pos_tagger = pos_tagger_for(model.config, tokenizer=tokenizer)
     max_length = model.config.max_text_length
     # Generation prompts are cut to leave room for the answer (at most half the text).
     room = None if task == "mqa" else min(max_new_tokens, max_length // 2)
@@ -123,12 +137,13 @@ def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, to
     prompts = [item.prompt_ids for item in formatted]
     extra = None
     if task == "mqa" and mc_mode == "score":
-        scores = decoding.score_options(model, formatter, examples, score_reduction, batch_size)
+        scores = decoding.score_options(model, formatter, examples, score_reduction, batch_size,
+                                        pos_tagger)
         predictions = [f"({int(np.argmax(s)) + 1})" for s in scores]
         extra = [{"option_scores": s} for s in scores]
     elif task == "mqa":
         predictions = [tokenizer.decode([t]).strip()
-                       for t in decoding.predict_labels(model, prompts, batch_size)]
+                       for t in decoding.predict_labels(model, prompts, batch_size, pos_tagger)]
     else:
         generated = decoding.generate(model, prompts, max_new_tokens, sampler=sampler,
                                       batch_size=batch_size)
@@ -144,6 +159,9 @@ def evaluate_lm(model, documents, dataset, out_dir, windows, tokenizer=None, bat
     Segments are ``model.config.max_text_length`` tokens; returns
     ``write_lm_report``'s paths plus ``"results"``: ``{window: PerplexityResult}``.
     """
+    if needs_pos_tags(model.config):
+        raise ValueError("perplexity of a model with the highlighting reading strategy is not "
+                         "supported (its inputs need POS tags); evaluate it on a QA dataset")
     tokenizer = tokenizer or Tokenizer()
     ids = tokenizer.encode_batch(list(documents))
     aux = ("<cls>", "<dec>", vocab.task_token(task_token))
