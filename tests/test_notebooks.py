@@ -97,3 +97,45 @@ def test_02_pretraining_c4(tmp_path, monkeypatch):
     assert (out / "pretrain" / "model_last.keras").is_file()
     assert list((out / "c4-shards").glob("c4-train.*.npz"))
     assert summary["replicas"] == 2  # two logical CPUs made in the notebook's first cells
+
+
+def test_03_finetune_qa(tmp_path, monkeypatch):
+    monkeypatch.delenv("NEMOT_DATASET", raising=False)
+    summary, out = run_notebook("03_finetune_qa", tmp_path, monkeypatch)
+    assert summary["dataset"] == "race" and "training_curves.png" in summary["figures"]
+    loss, val_loss, val_metric = summary["loss"], summary["val_loss"], summary["val_metric"]
+    assert len(loss) == len(val_loss) == len(val_metric) >= 3
+    assert loss[-1] < loss[0]  # fine-tuning lowered the combined loss
+    # The club / spade epochs drawn are the lowest validation loss and the best metric.
+    assert summary["club"] == 1 + min(range(len(val_loss)), key=val_loss.__getitem__)
+    assert summary["spade"] == 1 + max(range(len(val_metric)), key=val_metric.__getitem__)
+    terms = summary["loss_terms"]
+    assert set(terms) == {"task", "lm", "vanilla"}
+    assert math.isclose(summary["combined_loss"],
+                        terms["task"] + 0.2 * terms["lm"] + 0.5 * terms["vanilla"], rel_tol=1e-5)
+    assert 0 <= summary["report_scores"]["total"] <= 1
+    assert (out / "evaluation" / "race_dev_report.md").is_file()
+
+
+def test_04_general_training(tmp_path, monkeypatch):
+    summary, out = run_notebook("04_general_training", tmp_path, monkeypatch)
+    assert summary["loss"][-1] < summary["loss"][0]
+    assert summary["steps"] == 10
+    # The pool mixed both task tokens and drew the three datasets about equally often.
+    assert {50284, 50296} <= set(summary["first_batch_tasks"])  # <mqa>, <gqa>
+    assert all(abs(count - 1000) < 120 for count in summary["pool_draws"].values())
+    assert set(summary["scores"]) == {"arc_easy", "commonsenseqa", "winogrande", "piqa"}
+    assert len(summary["reports"]) == 4
+    assert "thesis Table 3.7" in (out / "evaluation" / "arc_easy_test_report.md").read_text()
+
+
+def test_05_generation_and_gates(tmp_path, monkeypatch):
+    summary, _ = run_notebook("05_generation_and_gates", tmp_path, monkeypatch)
+    assert summary["cached_equals_full"] is True
+    assert "gate_maps.png" in summary["figures"]
+    assert all(value > 0 for value in summary["gate_map_difference"].values())
+    for losses in summary["task_loss"].values():
+        assert losses[-1] < losses[0]
+    assert all(len(scores) == 2 for scores in summary["option_scores"])
+    nemot_row, baseline_row = summary["comparison"]
+    assert nemot_row["parameters"] > baseline_row["parameters"]
