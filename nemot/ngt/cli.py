@@ -7,7 +7,7 @@ Examples::
 
     nemot ngt train --config configs/ngt/table1.toml --tasks RTE CB --seeds 0 1 2
     nemot ngt report --config configs/ngt/table1.toml
-    nemot ngt params --config configs/ngt/table1.toml
+    nemot ngt params --config configs/ngt/table1.toml --paper-sizes
 """
 
 import argparse
@@ -44,6 +44,10 @@ def add_parser(subparsers):
     params = commands.add_parser("params", help="parameter count of every variant of a config (no weights loaded)")
     params.add_argument("--config", required=True)
     params.add_argument("--num-classes", type=int, default=1, help="head units (CB: 3)")
+    params.add_argument(
+        "--paper-sizes", action="store_true",
+        help="use bert-large-cased sizes instead of model.backbone (nothing downloaded)",
+    )
 
     parser.set_defaults(func=main_ngt)
     return parser
@@ -78,7 +82,12 @@ def main_ngt(args):
         else:
             print(ngt_train.write_report(args.runs))
     elif args.ngt_command == "params":
-        print(json.dumps(ngt_train.parameter_counts(_experiment(args), args.num_classes), indent=2))
+        experiment = _experiment(args)
+        if args.paper_sizes:
+            from nemot.ngt.model import BERT_LARGE_CASED
+
+            experiment = experiment.replace(backbone=BERT_LARGE_CASED)
+        print(json.dumps(ngt_train.parameter_counts(experiment, args.num_classes), indent=2))
     return 0
 
 
