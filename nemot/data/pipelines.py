@@ -107,8 +107,15 @@ def batches(rows, batch_size, input_context=None):
             yield x, {"task_targets": task, "lm_targets": lm}
 
 
-def _to_dataset(make_batches, batch_size, max_text_length, input_context, pos_tags=False):
-    per_replica = _replica_share(batch_size, input_context)[0]
+def _to_dataset(make_batches, batch_size, max_text_length, input_context, pos_tags=False,
+                rows=None):
+    """A tf.data view of ``make_batches``; ``rows`` = examples of a finite stream.
+
+    A finite stream gets its exact cardinality: Keras' ``evaluate`` on a dataset
+    of unknown length averages in one empty step (the loss comes out N/(N+1) of
+    the true value; seen with Keras 3.15), so validation losses would be low.
+    """
+    per_replica, _, share = _replica_share(batch_size, input_context)
     spec = lambda width: tf.TensorSpec([per_replica, width], tf.int32)  # noqa: E731
     x_spec = {"token_ids": spec(NUM_AUX + max_text_length)}
     if pos_tags:
@@ -121,6 +128,10 @@ def _to_dataset(make_batches, batch_size, max_text_length, input_context, pos_ta
         options = tf.data.Options()
         options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
         ds = ds.with_options(options)
+    if rows is not None:
+        global_batches = -(-rows // batch_size)
+        ds = ds.apply(tf.data.experimental.assert_cardinality(
+            global_batches * (share // per_replica)))
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -195,7 +206,11 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
             index=index, repeat=training)
         return batches(((x, t, ignored) for x, t in rows), batch_size, input_context)
 
-    return _to_dataset(make_batches, batch_size, max_text_length, input_context)
+    rows = None
+    if not training:
+        problems = c4.Problems(strict)
+        rows = max(sum(index.count(f, kind, problems) for f in files) - start_batch * batch_size, 0)
+    return _to_dataset(make_batches, batch_size, max_text_length, input_context, rows=rows)
 
 
 # ---------------------------------------------------------------- QA sources
@@ -316,8 +331,9 @@ def examples_dataset(formatted_examples, *, batch_size, max_text_length=MAX_TEXT
         order = epoch_indices(len(arrays[0]), (seed,), start_batch * batch_size, shuffle, repeat)
         return batches((tuple(a[k] for a in arrays) for k in order), batch_size, input_context)
 
+    rows = None if repeat else max(len(arrays[0]) - start_batch * batch_size, 0)
     return _to_dataset(make_batches, batch_size, max_text_length, input_context,
-                       pos_tags=pos_tagger is not None)
+                       pos_tags=pos_tagger is not None, rows=rows)
 
 
 def qa_dataset(name, split, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,

@@ -197,6 +197,9 @@ def test_validation_split_is_finite_in_order_and_padded(c4_dirs, tok):
     assert len(rows) == 5 * -(-len(expected) // 5) > len(expected)
     np.testing.assert_array_equal(rows[:len(expected)], expected)
     assert (rows[len(expected):, 3:] == PAD).all() and (targets[len(expected):] == IGN).all()
+    dataset = c4_dataset(raw, batch_size=5, max_text_length=8, split="validation",
+                         window_index=None)
+    assert int(dataset.cardinality()) == len(batches)
 
 
 def test_malformed_lines_are_reported_at_epoch_end_or_raise_in_strict_mode(tmp_path, caplog, tok):

@@ -116,6 +116,17 @@ def test_validation_is_one_pass_in_file_order_with_ignored_padding(raw_dirs, tok
     assert all((r[1] == IGN).all() and (r[2] == IGN).all() for r in rows[4:])
 
 
+def test_finite_datasets_know_their_length(raw_dirs, tok):
+    """Keras' evaluate averages in one empty step on datasets of unknown length."""
+    ds = validation_dataset("race", "dev", data_dir=raw_dirs["race"], batch_size=3,
+                            max_text_length=N, tokenizer=tok)
+    assert int(ds.cardinality()) == 2 == sum(1 for _ in ds)
+    resumed = qa_dataset("race", "dev", data_dir=raw_dirs["race"], batch_size=3,
+                         max_text_length=N, tokenizer=tok, start_batch=1, shuffle=False,
+                         repeat=False)
+    assert int(resumed.cardinality()) == 1 == sum(1 for _ in resumed)
+
+
 def test_eval_examples_keep_one_example_per_question_with_all_golds(raw_dirs, tmp_path, tok):
     examples = eval_examples("squad_v2", "dev", data_dir=raw_dirs["squad_v2"],
                              max_text_length=N, tokenizer=tok)
