@@ -1,11 +1,14 @@
 """nemot: the Neuromodulated Transformer (NeMoT) in Keras 3 / TensorFlow.
 
-Public names (API.md) are imported lazily, so that ``nemot.data`` and the
-``data_prep`` worker processes do not load TensorFlow until a model is needed.
+``import nemot`` registers the model classes with Keras, so that
+``keras.models.load_model("model.keras")`` works right after it (NGT models:
+``import nemot.ngt``). The other public names (API.md) are imported on first use.
 """
 
 import importlib
 
+from nemot import models as _models  # noqa: F401  (registers NeMoT's Keras classes)
+from nemot import schedules as _schedules  # noqa: F401  (registers WarmupCosine)
 from nemot.config import NeMoTConfig
 
 __version__ = "0.1.0"

@@ -49,3 +49,14 @@ def test_every_public_name_resolves():
         assert getattr(nemot, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         nemot.nonexistent
+
+
+def test_a_saved_model_loads_after_a_plain_import(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "tiny.keras"
+    nemot.build_model(nemot.NeMoTConfig.preset("tiny")).save(path)
+    code = f"import keras, nemot; print(type(keras.models.load_model({str(path)!r})).__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "NeMoT"
