@@ -4,7 +4,7 @@ Two seeded tasks over a small vocabulary of one-token English words:
 
 - :func:`choice_examples` (multiple choice, ``mqa``): the passage is one word;
   the answer is the option that occurs in the passage
-  (``<p1> cat <q> which word is in the passage? (1) moon (2) cat <sep>`` → ``(2)``).
+  (``<p1> cat <q> which? (1) moon (2) cat <sep>`` → ``(2)``).
 - :func:`span_examples` (generation, ``gqa``): the question names a position;
   the answer copies the passage word there
   (``<p1> cat dog red <q> second <sep>`` → ``dog </s>``).
@@ -34,7 +34,7 @@ def choice_examples(count, seed, num_options=2, dataset="synthetic_choice"):
         options = tuple(WORDS[w] for w in words)
         examples.append(QAExample(
             id=f"{dataset}-{seed}-{i}", passage=options[label],
-            question="which word is in the passage?", options=options,
+            question="which?", options=options,
             answers=(options[label],), label=label, task="mqa", dataset=dataset))
     return examples
 
