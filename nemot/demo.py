@@ -1,0 +1,171 @@
+"""The embedded default run (``make demo``): offline, a few minutes on a CPU.
+
+1. Builds a small C4-format corpus (``c4-train.*.json.gz`` / ``c4-validation.*``,
+   one ``{"text": ...}`` per line) from real English text every Python carries:
+   the documentation topics of ``pydoc_data.topics``.
+2. Pre-trains a small NeMoT on it (``kind = "pretrain"``: loss L1, C4 windows,
+   cosine decay) and measures the validation perplexity before and after.
+3. Fine-tunes the pre-trained model on the synthetic multiple-choice task of
+   :mod:`nemot.training.synthetic` (through the ``lm`` block, as the thesis'
+   single-dataset runs did), keeping the ♣ / ♠ models.
+4. Evaluates the ♠ model (``keras.models.load_model``) on held-out questions and
+   prints a results table and where the checkpoints and logs are.
+
+``python -m nemot.demo [--out DIR] [--fast]``; ``--fast`` (or ``NEMOT_DEMO_FAST=1``)
+uses tiny sizes, for the test suite. The output directory (default
+``checkpoints/demo``) is emptied first, so every demo run starts afresh.
+"""
+
+import argparse
+import gzip
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+FULL = dict(n=64, pretrain_batch=8, pretrain_epochs=4, pretrain_steps=100, finetune_epochs=7,
+            finetune_steps=100, finetune_batch=32, examples=2000, test_examples=200)
+FAST = dict(n=32, pretrain_batch=4, pretrain_epochs=2, pretrain_steps=15, finetune_epochs=2,
+            finetune_steps=10, finetune_batch=8, examples=64, test_examples=16)
+
+
+def corpus_texts():
+    """English documents: the ``pydoc_data.topics`` help texts, in sorted topic order."""
+    from pydoc_data.topics import topics
+
+    return [" ".join(topics[name].split()) for name in sorted(topics)]
+
+
+def write_c4_corpus(directory, texts, validation_share=0.1, files=4):
+    """Write ``texts`` in the Hugging Face ``c4/en`` layout; returns the file paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    n_val = max(1, int(len(texts) * validation_share))
+    # Every tenth document is held out for validation, the rest spread over the files.
+    validation = texts[::len(texts) // n_val][:n_val]
+    held = set(validation)
+    train = [t for t in texts if t not in held]
+    paths = []
+
+    def write(path, docs):
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            for doc in docs:
+                handle.write(json.dumps({"text": doc}) + "\n")
+        paths.append(path)
+
+    for i in range(files):
+        write(directory / f"c4-train.{i:05d}-of-01024.json.gz", train[i::files])
+    write(directory / "c4-validation.00000-of-00008.json.gz", validation)
+    return paths
+
+
+def _model_table(sizes):
+    return {"preset": "tiny", "max_text_length": sizes["n"], "max_position_embeddings": 64,
+            "d_model": 64, "num_heads": 4, "d_ff": 128, "dropout": 0.0,
+            "output_blocks": ["lm", "mqa", "gqa"]}
+
+
+def pretrain(out, corpus, sizes):
+    """Pre-train on the corpus; returns ``(result, initial perplexity, final perplexity)``."""
+    import keras
+
+    from nemot.data import pipelines
+    from nemot.training import run_config, trainer
+
+    cfg = run_config.run_config_from_dict({
+        "name": "demo-pretrain", "kind": "pretrain", "seed": 0,
+        "model": _model_table(sizes),
+        "data": {"dir": str(corpus), "validation_split": "validation"},
+        "train": {"batch_size": sizes["pretrain_batch"], "epochs": sizes["pretrain_epochs"],
+                  "steps_per_epoch": sizes["pretrain_steps"],
+                  "checkpoint_every": sizes["pretrain_steps"], "verbose": 2},
+        "schedule": {"type": "cosine", "rate": 3e-3,
+                     "decay_steps": sizes["pretrain_epochs"] * sizes["pretrain_steps"]},
+        "loss": {"lm_weight": 0.0, "vanilla_weight": 0.0}}, source="nemot.demo")
+    validation = pipelines.c4_dataset(corpus, batch_size=sizes["pretrain_batch"],
+                                      max_text_length=sizes["n"], split="validation")
+    keras.utils.set_random_seed(cfg.seed)
+    fresh = trainer.build_and_compile(cfg, trainer.distributed.make_strategy("default"))
+    initial = math.exp(fresh.evaluate(validation, verbose=0, return_dict=True)["loss"])
+    result = trainer.train(cfg, out_dir=out)
+    final = math.exp(result.history["val_loss"][-1])
+    return result, initial, final
+
+
+def finetune(out, init_from, sizes):
+    """Fine-tune on the synthetic multiple-choice task; returns ``(result, test accuracy)``."""
+    import keras
+
+    from nemot.data import Formatter, Tokenizer
+    from nemot.training import run_config, synthetic, trainer
+
+    n = 16
+    tokenizer = Tokenizer()
+    fmt = Formatter(tokenizer, max_text_length=n, task_token="lm")
+    train = fmt.format_batch(synthetic.choice_examples(sizes["examples"], seed=1))
+    dev = fmt.format_batch(synthetic.choice_examples(sizes["test_examples"], seed=2))
+    test = fmt.format_batch(synthetic.choice_examples(sizes["test_examples"], seed=3))
+    cfg = run_config.run_config_from_dict({
+        "name": "demo-finetune", "kind": "finetune", "seed": 0,
+        "model": dict(_model_table(sizes), max_text_length=n),
+        "data": {"dataset": "synthetic_choice", "task_token": "lm"},
+        "train": {"batch_size": sizes["finetune_batch"], "epochs": sizes["finetune_epochs"],
+                  "steps_per_epoch": sizes["finetune_steps"], "init_from": str(init_from),
+                  "verbose": 2, "decode_jit_compile": False},
+        "schedule": {"type": "constant", "rate": 1e-3}}, source="nemot.demo")
+    source = trainer.examples_source(train, batch_size=cfg.train.batch_size, max_text_length=n,
+                                     validation_examples=dev, eval_set=dev, metric="accuracy",
+                                     label_mode=True, tokenizer=tokenizer, jit_compile=False)
+    source.task_tokens = {"synthetic_choice": "lm"}
+    result = trainer.train(cfg, out_dir=out, source=source)
+    best = keras.models.load_model(Path(out) / "model_best_metric.keras")
+    accuracy = trainer.score_examples(best, test, "accuracy", label_mode=True,
+                                      tokenizer=tokenizer, jit_compile=False)
+    return result, accuracy
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m nemot.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=os.path.join("checkpoints", "demo"))
+    parser.add_argument("--fast", action="store_true",
+                        default=os.environ.get("NEMOT_DEMO_FAST", "") not in ("", "0"))
+    args = parser.parse_args(argv)
+    sizes = FAST if args.fast else FULL
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.time()
+    corpus = out / "corpus"
+    files = write_c4_corpus(corpus, corpus_texts())
+    print(f"corpus: {len(files)} C4-format files from pydoc_data.topics in {corpus}")
+    pre, initial, final = pretrain(out / "pretrain", corpus, sizes)
+    fine, accuracy = finetune(out / "finetune", out / "pretrain" / "model_last.keras", sizes)
+    rows = [
+        ("pre-training steps", f"{pre.step}"),
+        ("validation perplexity, untrained", f"{initial:.1f}"),
+        ("validation perplexity, pre-trained", f"{final:.1f}"),
+        ("fine-tuning steps (synthetic MC)", f"{fine.step}"),
+        ("♣ lowest validation loss", f"{fine.best['val_loss']:.4f} (epoch {fine.best['loss_epoch']})"),
+        ("♠ best validation accuracy", f"{fine.best['val_metric']:.2%} (epoch {fine.best['metric_epoch']})"),
+        ("test accuracy of ♠ (chance 50%)", f"{accuracy:.2%}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print("\nNeMoT demo results")
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    print(f"\ncheckpoints and models: {out / 'pretrain'}, {out / 'finetune'} "
+          "(model_last.keras, model_best_loss.keras, model_best_metric.keras, train_state/)")
+    print(f"results CSV: {out / 'finetune' / 'results.csv'}; TensorBoard: "
+          f"tensorboard --logdir {out}")
+    print(f"total time {time.time() - started:.0f} s")
+    summary = {"initial_perplexity": initial, "final_perplexity": final,
+               "test_accuracy": accuracy, "best": fine.best, "pretrain_steps": pre.step,
+               "finetune_steps": fine.step}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Runs end to end on generated files: the docs snippet, the CLI with resume and the
+♣ / ♠ / last models, NaN stop, general-training block copy, bf16 + XLA."""
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from nemot.training import cli, trainer
+from nemot.training.callbacks import TrainingDiverged
+from nemot.training.checkpoints import TrainingCheckpoint
+from nemot.training.run_config import run_config_from_dict
+from tests.data import fixtures
+from tests.training.worker import tiny_run_config, tiny_source
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "training.md"
+
+
+def test_docs_snippet_fits_a_dataset_chosen_by_name(tmp_path):
+    fixtures.boolq(tmp_path / "boolq")
+    code = re.search(r"```python\n(.*?)```", DOCS.read_text(), re.S).group(1)
+    assert len(code.strip().splitlines()) <= 11
+    assert code.count('"data/boolq"') == 1
+    namespace = {}
+    keras.utils.set_random_seed(0)
+    exec(code.replace('"data/boolq"', repr(str(tmp_path / "boolq"))), namespace)
+    model = namespace["model"]
+    assert int(model.optimizer.iterations.numpy()) == 6
+    history = model.history.history
+    assert all(math.isfinite(v) for v in history["loss"])
+    assert set(history) >= {"task_loss", "lm_loss", "vanilla_loss"}
+
+
+TINY_FINETUNE = """
+name = "tiny-race"
+kind = "finetune"
+seed = 0
+
+[model]
+preset = "tiny"
+max_text_length = 64
+
+[data]
+dir = "{dir}"
+dataset = "race"
+validation_split = "dev"
+task_token = "lm"
+
+[train]
+batch_size = 2
+epochs = 2
+checkpoint_every = 1
+keep_checkpoints = 2
+verbose = 0
+decode_jit_compile = false
+
+[schedule]
+type = "constant"
+rate = 1e-3
+"""
+
+
+def _rows(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys):
+    fixtures.race(tmp_path / "RACE")
+    config = tmp_path / "race.toml"
+    config.write_text(TINY_FINETUNE.format(dir=tmp_path / "RACE"))
+    out = tmp_path / "out"
+    assert cli.main(["finetune", "--config", str(config), "--out", str(out)]) == 0
+    # RACE fixture: 2 articles x 2 questions = 4 training examples -> 2 steps per epoch.
+    rows = _rows(out / "results.csv")
+    assert list(rows[0])[:4] == ["epoch", "loss", "val_loss", "val_metric"]
+    assert [r["epoch"] for r in rows] == ["1", "2"]
+    best = json.loads((out / "best.json").read_text())
+    losses = [float(r["val_loss"]) for r in rows]
+    assert best["val_loss"] == min(losses) and best["loss_epoch"] == 1 + losses.index(min(losses))
+    metrics = [float(r["val_metric"]) for r in rows]
+    assert best["val_metric"] == max(metrics) and 0 <= best["val_metric"] <= 1
+    for name in ("model_last", "model_best_loss", "model_best_metric"):
+        assert keras.models.load_model(out / f"{name}.keras").config.max_text_length == 64
+    assert sorted(p.name for p in (out / "train_state").glob("ckpt-*.index")) == [
+        "ckpt-3.index", "ckpt-4.index"]                               # keep 2
+    assert list((out / "logs").iterdir())
+    assert "done: step 4" in capsys.readouterr().out
+    last = keras.models.load_model(out / "model_last.keras")
+
+    # Same command with one more epoch: resumes at step 4, trains epoch 3 only.
+    assert cli.main(["finetune", "--config", str(config), "--out", str(out),
+                     "--epochs", "3"]) == 0
+    assert [r["epoch"] for r in _rows(out / "results.csv")] == ["1", "2", "3"]
+    assert "done: step 6" in capsys.readouterr().out
+    resumed = keras.models.load_model(out / "model_last.keras")
+    assert not np.allclose(resumed.head.kernel.numpy(), last.head.kernel.numpy())
+
+    # A config of another kind is refused with the command to use.
+    assert cli.main(["pretrain", "--config", str(config)]) == 2
+    assert "use `nemot finetune`" in capsys.readouterr().err
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    class Poison(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(self.model.optimizer.iterations.numpy()) == 3:
+                kernel = self.model.head.kernel
+                kernel.assign(np.full(kernel.shape, np.nan, "float32"))
+
+    cfg = tiny_run_config("nan", steps=8, checkpoint_every=2)
+    with pytest.raises(TrainingDiverged) as error:
+        trainer.train(cfg, out_dir=tmp_path, source=tiny_source(), callbacks=[Poison()])
+    message = str(error.value)
+    assert "training loss became nan at step 4" in message
+    assert str(tmp_path / "train_state" / "ckpt-2") in message
+    assert sorted(p.name for p in (tmp_path / "train_state").glob("ckpt-*.index")) == [
+        "ckpt-2.index"]
+    assert not (tmp_path / "model_last.keras").exists()      # nothing written after the NaN
+    keras.utils.set_random_seed(0)
+    model = trainer.build_and_compile(cfg, trainer.distributed.make_strategy("default"))
+    assert TrainingCheckpoint(model, tmp_path / "train_state").restore() == 2
+    assert all(np.isfinite(w).all() for w in model.get_weights())
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_general_training_starts_mqa_and_gqa_from_lm(copy):
+    cfg = run_config_from_dict({
+        "name": "g", "kind": "general", "model": {"preset": "tiny"},
+        "data": {"dir": "unused"},
+        "train": {"steps_per_epoch": 1, "init_blocks_from_lm": copy}})
+    model = trainer.build_and_compile(cfg, trainer.distributed.make_strategy("default"))
+    blocks = model.output_set.blocks
+    for name in ("mqa", "gqa"):
+        same = all(np.array_equal(a.numpy(), b.numpy())
+                   for a, b in zip(blocks["lm"].weights, blocks[name].weights))
+        assert same == copy, name
+
+
+def test_mixed_bfloat16_with_xla(tmp_path):
+    cfg = tiny_run_config("bf16", steps=2, checkpoint_every=0)
+    cfg = run_config_from_dict(dict(cfg.to_dict(), train=dict(
+        cfg.to_dict()["train"], mixed_precision="mixed_bfloat16", jit_compile=True)))
+    result = trainer.train(cfg, out_dir=tmp_path, source=tiny_source())
+    assert result.step == 2 and all(math.isfinite(v) for v in result.history["loss"])
+    assert result.model.head.compute_dtype == "bfloat16"
+    assert result.model.head.kernel.dtype == "float32"
+    assert keras.config.dtype_policy().name == "float32"        # restored after the run
