@@ -26,7 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-FULL = dict(n=64, pretrain_batch=8, pretrain_epochs=4, pretrain_steps=100, finetune_epochs=7,
+# Measured on the shared 2-core machine (load ~4): 4 + 7 epochs took 13 min and reached
+# perplexity 50,811 -> 399 and 98.5% test accuracy; accuracy passed 95% at epoch 3, so the
+# default stops earlier to stay under 10 minutes.
+FULL = dict(n=64, pretrain_batch=8, pretrain_epochs=3, pretrain_steps=100, finetune_epochs=4,
             finetune_steps=100, finetune_batch=32, examples=2000, test_examples=200)
 FAST = dict(n=32, pretrain_batch=4, pretrain_epochs=2, pretrain_steps=15, finetune_epochs=2,
             finetune_steps=10, finetune_batch=8, examples=64, test_examples=16)
