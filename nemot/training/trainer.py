@@ -151,7 +151,8 @@ def _c4_source(cfg):
 
 def examples_source(train_examples, *, batch_size, max_text_length, seed=0, steps_per_epoch=0,
                     validation_examples=None, eval_set=None, metric=None, label_mode=False,
-                    tokenizer=None, max_new_tokens=32, jit_compile=True, validation_batches=0):
+                    tokenizer=None, max_new_tokens=32, jit_compile=True, validation_batches=0,
+                    pos_tagger=None):
     """A :class:`DataSource` from lists of ``FormattedExample`` (fine-tuning, synthetic tasks).
 
     Args:
@@ -161,18 +162,20 @@ def examples_source(train_examples, *, batch_size, max_text_length, seed=0, step
         validation_examples: examples for the validation loss (one pass), or None.
         eval_set: examples the metric decodes (one per question), or None.
         metric: metric name for ``eval_set``; ``label_mode`` etc. as :func:`score_examples`.
+        pos_tagger: adds ``pos_tags`` for a highlighting model (see
+            :func:`nemot.data.pipelines.pos_tagger_for`).
     """
     n = max_text_length
 
     def train(start_batch, batch_size, input_context):
         return pipelines.examples_dataset(train_examples, batch_size=batch_size,
                                           max_text_length=n, seed=seed, start_batch=start_batch,
-                                          input_context=input_context)
+                                          input_context=input_context, pos_tagger=pos_tagger)
 
     def validation(batch_size, input_context):
         return pipelines.examples_dataset(validation_examples, batch_size=batch_size,
                                           max_text_length=n, shuffle=False, repeat=False,
-                                          input_context=input_context)
+                                          input_context=input_context, pos_tagger=pos_tagger)
 
     scorer = None
     if eval_set:
@@ -204,7 +207,8 @@ def _finetune_source(cfg, tokenizer):
         validation_examples=validation, eval_set=eval_set, metric=info.metric,
         label_mode=info.task == "mqa" and data.mqa_mode == "label", tokenizer=tokenizer,
         max_new_tokens=data.max_new_tokens, jit_compile=cfg.train.decode_jit_compile,
-        validation_batches=data.validation_batches)
+        validation_batches=data.validation_batches,
+        pos_tagger=pipelines.pos_tagger_for(cfg.model, tokenizer=tokenizer))
     source.task_tokens = {data.dataset: data.task_token or info.task}
     return source
 
@@ -219,7 +223,8 @@ def _general_source(cfg, tokenizer):
     pool = functools.partial(pipelines.pool_dataset, names, data_dir=data.dir,
                              max_text_length=n, seed=cfg.seed, task_tokens=tokens,
                              tokenizer=tokenizer, split=data.train_split, mode=data.mode,
-                             mqa_mode=data.mqa_mode)
+                             mqa_mode=data.mqa_mode,
+                             pos_tagger=pipelines.pos_tagger_for(cfg.model, tokenizer=tokenizer))
     return DataSource(
         train=lambda start_batch, batch_size, input_context: pool(
             start_batch=start_batch, batch_size=batch_size, input_context=input_context),
