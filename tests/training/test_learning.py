@@ -36,7 +36,7 @@ def test_multiple_choice_reaches_90_percent(tok):
     train = fmt.format_batch(synthetic.choice_examples(2000, seed=1))
     val = fmt.format_batch(synthetic.choice_examples(100, seed=2))
     assert max(len(ex.token_ids) for ex in train) <= 3 + n
-    model, history = _fit(train, n, steps=700, rate=1e-3)
+    model, history = _fit(train, n, steps=500, rate=1e-3)
     accuracy = trainer.score_examples(model, val, "accuracy", label_mode=True, tokenizer=tok,
                                       jit_compile=False)
     assert accuracy >= 0.9, (accuracy, history["task_loss"])
