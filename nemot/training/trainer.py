@@ -213,6 +213,19 @@ def _finetune_source(cfg, tokenizer):
     return source
 
 
+VALIDATION_SPLITS = ("dev", "valid", "validation")
+
+
+def validation_split_of(name):
+    """A dataset's validation split as its files name it (``dev``, ``valid`` ...)."""
+    info = registry.get(name)
+    for split in VALIDATION_SPLITS:
+        if split in info.splits:
+            return split
+    raise ValueError(f"dataset {name}: no validation split among {info.splits}; "
+                     f"expected one of {VALIDATION_SPLITS}")
+
+
 def _general_source(cfg, tokenizer):
     data, n = cfg.data, cfg.model.max_text_length
     names = data.datasets or registry.SEED_DATASETS
@@ -220,16 +233,57 @@ def _general_source(cfg, tokenizer):
     if data.dir is None:
         raise ValueError(f"{cfg.source}: data.dir: general training needs a directory with "
                          "one sub-directory per dataset")
+    tagger = pipelines.pos_tagger_for(cfg.model, tokenizer=tokenizer)
     pool = functools.partial(pipelines.pool_dataset, names, data_dir=data.dir,
                              max_text_length=n, seed=cfg.seed, task_tokens=tokens,
                              tokenizer=tokenizer, split=data.train_split, mode=data.mode,
-                             mqa_mode=data.mqa_mode,
-                             pos_tagger=pipelines.pos_tagger_for(cfg.model, tokenizer=tokenizer))
-    return DataSource(
+                             mqa_mode=data.mqa_mode, pos_tagger=tagger)
+    source = DataSource(
         train=lambda start_batch, batch_size, input_context: pool(
             start_batch=start_batch, batch_size=batch_size, input_context=input_context),
         steps_per_epoch=cfg.train.steps_per_epoch,
         task_tokens=pipelines.dataset_task_tokens(names, tokens))
+    if data.validation_split:
+        _add_pool_validation(source, cfg, names, tokenizer, tagger)
+    return source
+
+
+def _add_pool_validation(source, cfg, names, tokenizer, tagger):
+    """Validation of general training: the loss over every dataset's validation split,
+    and as metric the mean of each dataset's own metric (accuracy, F1, ROUGE-L are all
+    fractions), so the ♣ and ♠ models are kept as in fine-tuning.
+
+    ``data.validation_split = "auto"`` takes each dataset's own split name
+    (:func:`validation_split_of`); another value is used for every dataset.
+    """
+    data, n = cfg.data, cfg.model.max_text_length
+    common = dict(max_text_length=n, mode=data.mode, mqa_mode=data.mqa_mode, tokenizer=tokenizer)
+    validation, eval_sets = [], {}
+    for name in names:
+        split = validation_split_of(name) if data.validation_split == "auto" else \
+            data.validation_split
+        directory = Path(data.dir) / name
+        token = source.task_tokens[name]
+        validation += pipelines.load_formatted(name, split, data_dir=directory,
+                                               task_token=token, **common)
+        eval_sets[name] = pipelines.eval_examples(
+            name, split, data_dir=directory, task_token=token,
+            limit=data.validation_examples or None, **common)
+
+    def metric(model):
+        scores = [score_examples(model, eval_sets[name], registry.get(name).metric,
+                                 label_mode=registry.get(name).task == "mqa"
+                                 and data.mqa_mode == "label",
+                                 tokenizer=tokenizer, max_new_tokens=data.max_new_tokens,
+                                 jit_compile=cfg.train.decode_jit_compile)
+                  for name in names]
+        return float(np.mean(scores))
+
+    source.validation = lambda batch_size, input_context: pipelines.examples_dataset(
+        validation, batch_size=batch_size, max_text_length=n, shuffle=False, repeat=False,
+        input_context=input_context, pos_tagger=tagger)
+    source.metric = metric
+    source.validation_batches = data.validation_batches
 
 
 def data_source(cfg, tokenizer=None):

@@ -47,6 +47,7 @@ def test_pretrain_and_general_configs():
     assert general.train.epochs * general.train.steps_per_epoch == 400_000
     assert general.train.checkpoint_every == 10000 and general.train.init_blocks_from_lm
     assert general.schedule["decay_steps"] == 400000 and general.schedule["floor"] == 1e-5
+    assert general.data.validation_split == "auto" and general.data.validation_examples == 500
 
 
 def test_overrides_parse_toml_values():

@@ -153,3 +153,28 @@ def test_mixed_bfloat16_with_xla(tmp_path):
     assert result.model.head.compute_dtype == "bfloat16"
     assert result.model.head.kernel.dtype == "float32"
     assert keras.config.dtype_policy().name == "float32"        # restored after the run
+
+
+def test_general_training_validates_every_dataset_and_keeps_both_best_models(tmp_path):
+    names = ["race", "boolq", "narrativeqa"]
+    for name in names:
+        getattr(fixtures, name)(tmp_path / "data" / name)
+    cfg = run_config_from_dict({
+        "name": "g", "kind": "general", "seed": 1,
+        "model": {"preset": "tiny", "dropout": 0.0},
+        "data": {"dir": str(tmp_path / "data"), "datasets": names,
+                 "validation_split": "auto", "max_new_tokens": 2},
+        "train": {"batch_size": 2, "epochs": 2, "steps_per_epoch": 2, "checkpoint_every": 0,
+                  "verbose": 0, "decode_jit_compile": False},
+        "schedule": {"type": "constant", "rate": 1e-3}})
+    assert [trainer.validation_split_of(n) for n in names] == ["dev", "dev", "valid"]
+    result = trainer.train(cfg, out_dir=tmp_path / "run")
+    rows = _rows(tmp_path / "run" / "results.csv")
+    assert [r["epoch"] for r in rows] == ["1", "2"]
+    assert all(math.isfinite(float(r["val_loss"])) and 0 <= float(r["val_metric"]) <= 1
+               for r in rows)
+    # The metric is the mean of the three datasets' own metrics, recomputed here.
+    source = trainer.data_source(cfg)
+    assert float(rows[-1]["val_metric"]) == pytest.approx(source.metric(result.model))
+    for kept in ("model_best_loss.keras", "model_best_metric.keras", "model_last.keras"):
+        assert (tmp_path / "run" / kept).is_file()
