@@ -65,7 +65,7 @@ def _model_rate():
     import keras
 
     import nemot
-    from nemot.training.losses import NeMoTLoss
+    from nemot.models.losses import NeMoTLoss
 
     cfg = nemot.NeMoTConfig.preset("small")
     model = nemot.build_model(cfg)

@@ -1,14 +1,14 @@
-"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3 / TensorFlow.
+"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3.
 
-``import nemot`` registers the model classes with Keras, so that
-``keras.models.load_model("model.keras")`` works right after it (NGT models:
-``import nemot.ngt``). The other public names (API.md) are imported on first use.
+``import nemot`` is cheap: it loads the configuration only (no TensorFlow, no Keras), so
+that tokenizers and data-preparation workers start fast. The other public names
+(API.md) are imported on first use, and Keras learns the model classes when their
+modules load: ``nemot.load_model(path)`` loads a saved ``.keras`` NeMoT, baseline or
+NGT model (``keras.models.load_model`` works too once ``nemot.models`` is imported).
 """
 
 import importlib
 
-from nemot import models as _models  # noqa: F401  (registers NeMoT's Keras classes)
-from nemot import schedules as _schedules  # noqa: F401  (registers WarmupCosine)
 from nemot.config import NeMoTConfig
 
 __version__ = "0.1.0"
@@ -20,18 +20,31 @@ _LAZY = {
     "build_model": ("nemot.models.nemot", "build_model"),
     "parameter_breakdown": ("nemot.models.nemot", "parameter_breakdown"),
     "load_weights_partial": ("nemot.models.nemot", "load_weights_partial"),
-    "GPT2Baseline": ("nemot.models.gpt2", "GPT2Baseline"),
-    "build_baseline": ("nemot.models.gpt2", "build_baseline"),
+    "GPT2Baseline": ("nemot.models.baseline", "GPT2Baseline"),
+    "build_baseline": ("nemot.models.baseline", "build_baseline"),
     "config_from_gpt2": ("nemot.models.gpt2", "config_from_gpt2"),
     "export_vanilla_set": ("nemot.models.gpt2", "export_vanilla_set"),
-    "NeMoTLoss": ("nemot.training.losses", "NeMoTLoss"),
+    "NeMoTLoss": ("nemot.models.losses", "NeMoTLoss"),
+    "ModulationSpec": ("nemot.modulation.spec", "ModulationSpec"),
     "generate": ("nemot.evaluation.decoding", "generate"),
     "perplexity": ("nemot.evaluation.perplexity", "perplexity"),
     "metrics": ("nemot.evaluation.metrics", None),
     "schedules": ("nemot.schedules", None),
 }
 
-__all__ = ["NeMoTConfig", *_LAZY]
+# Modules whose import registers Keras classes that saved models name.
+SERIALIZABLE_MODULES = ("nemot.models", "nemot.schedules", "nemot.ngt.model")
+
+__all__ = ["NeMoTConfig", "load_model", *_LAZY]
+
+
+def load_model(path, compile=True, **kwargs):
+    """``keras.models.load_model`` after registering nemot's Keras classes."""
+    for module in SERIALIZABLE_MODULES:
+        importlib.import_module(module)
+    import keras
+
+    return keras.models.load_model(path, compile=compile, **kwargs)
 
 
 def __getattr__(name):

@@ -6,12 +6,15 @@ import tomllib
 from pathlib import Path
 
 from nemot import vocab
+from nemot.modulation.spec import ModulationSpec
 
 THESIS_OUTPUT_BLOCKS = (
     "lm", "mqa", "gqa", "highlighting_rs", "summarize_rs", "paraphrase_rs",
 )
 # Reading strategies of thesis s.3.4.3 (nemot.layers.reading_strategies).
 STRATEGIES = frozenset(("aoi", "highlighting"))
+# The stacks of NeMoT that host per-layer modulations (nemot.modulation).
+MODULATION_SETS = ("vanilla", "neuromodulatory", "output")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,12 +26,15 @@ class NeMoTConfig:
 
     Args:
         vocab_size: rows of every embedding and head (50,313, SPEC.md s.1).
-        num_aux_tokens: auxiliary tokens before the text (`<cls>`, mode, task).
         max_text_length: text positions n (768 in the thesis; input is 3 + n).
         max_position_embeddings: rows of the learned position table (GPT-2: 1024).
         d_model, num_heads, d_ff: layer width, heads and feed-forward width.
         dropout: dropout rate on embeddings, sub-layer outputs and the NM output.
-        attention_dropout: dropout on attention probabilities (0 in the original).
+        vanilla_attention_dropout: dropout on the vanilla set's attention
+            probabilities: GPT-2's 0.1 (``attn_pdrop``; the original code's
+            ``TFGPT2Model`` applied it in training).
+        attention_dropout: dropout on the attention probabilities of the NM and
+            output sets (0: the original code's own layers had none, SPEC.md s.2.7).
         layer_norm_epsilon: epsilon of every LayerNorm.
         num_vanilla_layers: Y, pre-LN GPT-2 layers.
         num_nm_layers: M, pre-LN neuromodulatory layers.
@@ -59,16 +65,19 @@ class NeMoTConfig:
         compat_aoi_bias: original code: biases on the AOI projections W1..W4.
         compat_tag_words_alone: original code: POS-tag every word alone instead
             of in context (read by the data pipeline, not by the model).
+        modulation: per-layer modulations (:class:`nemot.modulation.ModulationSpec`,
+            or their dicts) hosted by the vanilla, neuromodulatory or output set:
+            PALs, HyperGrid, modulated activations (none in the thesis).
     """
 
     vocab_size: int = vocab.VOCAB_SIZE
-    num_aux_tokens: int = 3
     max_text_length: int = 768
     max_position_embeddings: int = 1024
     d_model: int = 768
     num_heads: int = 12
     d_ff: int = 3072
     dropout: float = 0.1
+    vanilla_attention_dropout: float = 0.1
     attention_dropout: float = 0.0
     layer_norm_epsilon: float = 1e-5
     num_vanilla_layers: int = 12
@@ -88,6 +97,7 @@ class NeMoTConfig:
     reading_strategy_position: str = "vanilla_output"
     compat_aoi_bias: bool = False
     compat_tag_words_alone: bool = False
+    modulation: tuple = ()
 
     def __post_init__(self):
         blocks = tuple(self.output_blocks)
@@ -117,6 +127,13 @@ class NeMoTConfig:
         object.__setattr__(self, "reading_strategies", strategies)
         _check_choice("reading_strategy_position", self.reading_strategy_position,
                       ("vanilla_output", "embeddings"))
+        modulation = tuple(ModulationSpec.from_dict(m, "modulation") for m in self.modulation)
+        for spec in modulation:
+            unknown = sorted(set(spec.sets) - set(MODULATION_SETS))
+            if unknown:
+                raise ValueError(f"modulation {spec.kind!r}: sets {unknown}: expected some of "
+                                 f"{MODULATION_SETS}")
+        object.__setattr__(self, "modulation", modulation)
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
@@ -126,6 +143,11 @@ class NeMoTConfig:
                 f"max_text_length={self.max_text_length} exceeds "
                 f"max_position_embeddings={self.max_position_embeddings}"
             )
+
+    @property
+    def num_aux_tokens(self):
+        """Auxiliary tokens before the text: ``[<cls>, <mode>, <task>]`` (nemot.vocab)."""
+        return vocab.NUM_AUX
 
     @property
     def sequence_length(self):
@@ -153,13 +175,15 @@ class NeMoTConfig:
         data = dataclasses.asdict(self)
         data["output_blocks"] = list(self.output_blocks)
         data["reading_strategies"] = list(self.reading_strategies)
+        data["modulation"] = [spec.to_dict() for spec in self.modulation]
         return data
 
     @classmethod
     def check_fields(cls, data, source="config"):
         """Raise ``ValueError`` naming ``source`` for keys that are not fields."""
+        _check_legacy(data, source)
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - known - set(LEGACY_FIELDS))
         if unknown:
             raise ValueError(f"{source}: unknown model field(s): {', '.join(unknown)}; "
                              f"expected some of {sorted(known)}")
@@ -167,7 +191,7 @@ class NeMoTConfig:
     @classmethod
     def from_dict(cls, data, source="config"):
         cls.check_fields(data, source)
-        data = dict(data)
+        data = {k: v for k, v in data.items() if k not in LEGACY_FIELDS}
         if "output_blocks" in data:
             data["output_blocks"] = tuple(data["output_blocks"])
         return cls(**data)
@@ -193,7 +217,20 @@ class NeMoTConfig:
         data = dict(data.get("model", data))
         base = cls.preset(data.pop("preset")) if "preset" in data else cls()
         cls.check_fields(data, source=str(path))
-        return base.replace(**{k: (tuple(v) if k == "output_blocks" else v) for k, v in data.items()})
+        return base.replace(**{k: (tuple(v) if k == "output_blocks" else v)
+                               for k, v in data.items() if k not in LEGACY_FIELDS})
+
+
+# Fields of earlier versions, accepted in saved configs when they hold the only value
+# this version supports.
+LEGACY_FIELDS = {"num_aux_tokens": vocab.NUM_AUX}
+
+
+def _check_legacy(data, source):
+    for key, value in LEGACY_FIELDS.items():
+        if key in data and data[key] != value:
+            raise ValueError(f"{source}: {key} = {data[key]!r}: NeMoT inputs always start with "
+                             f"the {value} auxiliary tokens {list(vocab.AUX_LAYOUT)}")
 
 
 def _check_choice(field, value, choices):

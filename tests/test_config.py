@@ -51,12 +51,46 @@ def test_every_public_name_resolves():
         nemot.nonexistent
 
 
-def test_a_saved_model_loads_after_a_plain_import(tmp_path):
+def run_python(code):
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_a_saved_model_loads_with_nemot_load_model(tmp_path):
     path = tmp_path / "tiny.keras"
-    nemot.build_model(nemot.NeMoTConfig.preset("tiny")).save(path)
-    code = f"import keras, nemot; print(type(keras.models.load_model({str(path)!r})).__name__)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "NeMoT"
+    model = nemot.build_model(nemot.NeMoTConfig.preset("tiny"))
+    model.compile("adam", loss=nemot.NeMoTLoss(lm_weight=0.0))
+    model.save(path)
+    code = (f"import nemot; m = nemot.load_model({str(path)!r}); "
+            "print(type(m).__name__, m.nemot_loss.lm_weight, m.optimizer.__class__.__name__)")
+    assert run_python(code) == "NeMoT 0.0 Adam"
+
+
+def test_importing_nemot_and_its_tokenizer_loads_neither_tensorflow_nor_keras():
+    code = ("import sys, nemot, nemot.data.tokenizer; "
+            "print(sorted(m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules))")
+    assert run_python(code) == "[]"
+
+
+def test_saved_configs_of_earlier_versions_load():
+    data = nemot.NeMoTConfig.preset("tiny").to_dict()
+    data["num_aux_tokens"] = 3
+    assert nemot.NeMoTConfig.from_dict(data) == nemot.NeMoTConfig.preset("tiny")
+    data["num_aux_tokens"] = 4
+    with pytest.raises(ValueError, match="num_aux_tokens = 4: NeMoT inputs always start"):
+        nemot.NeMoTConfig.from_dict(data)
+
+
+def test_modulation_specs_round_trip_through_the_config_dict():
+    spec = {"kind": "pals", "sets": ["vanilla"], "layers": "top_half", "hidden_size": 276}
+    cfg = nemot.NeMoTConfig.preset("tiny").replace(modulation=[spec])
+    assert cfg.modulation[0].kwargs == {"hidden_size": 276}
+    assert cfg.modulation[0].layer_indices(4) == [2, 3]
+    assert nemot.NeMoTConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="sets \\['decoder'\\]: expected some of"):
+        cfg.replace(modulation=[{"kind": "pals", "sets": ["decoder"]}])
+    with pytest.raises(ValueError, match="layers='middle'"):
+        cfg.replace(modulation=[{"kind": "pals", "layers": "middle"}])

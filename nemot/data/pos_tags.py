@@ -32,12 +32,10 @@ import numpy as np
 
 from nemot import vocab
 
-POS_CATEGORIES = ("noun", "verb", "adjective", "adverb", "numeral", "foreign_word", "other",
-                  "special_token")
-NOUN, VERB, ADJECTIVE, ADVERB, NUMERAL, FOREIGN_WORD, OTHER, SPECIAL_TOKEN = range(8)
-# Padding positions: no highlighting vector is added there.
-POS_PAD_ID = -1
-NUM_AUX = 3
+from nemot.vocab import NUM_AUX, POS_CATEGORIES, POS_PAD_ID  # noqa: F401  (the shared contract)
+
+NOUN, VERB, ADJECTIVE, ADVERB, NUMERAL, FOREIGN_WORD, OTHER, SPECIAL_TOKEN = range(
+    len(POS_CATEGORIES))
 NLTK_DOWNLOAD = "python -m nltk.downloader averaged_perceptron_tagger_eng"
 
 # Penn Treebank tag -> category. Modals (MD), wh-adverbs (WRB) and particles (RP)

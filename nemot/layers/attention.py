@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from nemot.modulation.base import call_dense, dense_or_modulated
+
 
 @keras.saving.register_keras_serializable(package="nemot")
 class MultiHeadAttention(keras.layers.Layer):
@@ -27,6 +29,8 @@ class MultiHeadAttention(keras.layers.Layer):
         dropout: dropout on attention probabilities.
         values_use_key_weights: compat switch, values = keys (no W_V).
         kernel_regularizer: optional regulariser of every kernel.
+        dense_replacements: ``{"query"|"key"|"value": factory}``, dense-site
+            modulations replacing those projections (:mod:`nemot.modulation.base`).
 
     Example:
         >>> mha = MultiHeadAttention(num_heads=2, key_dim=4)
@@ -34,36 +38,36 @@ class MultiHeadAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, key_dim, dropout=0.0, values_use_key_weights=False,
-                 kernel_regularizer=None, **kwargs):
+                 kernel_regularizer=None, dense_replacements=None, **kwargs):
         super().__init__(**kwargs)
+        self.dense_replacements = dict(dense_replacements or {})
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.dropout = dropout
         self.values_use_key_weights = values_use_key_weights
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
 
-    def _projection(self, name, equation, output_shape, bias_axes):
-        return keras.layers.EinsumDense(
-            equation, output_shape=output_shape, bias_axes=bias_axes,
-            kernel_regularizer=self.kernel_regularizer, name=name, dtype=self.dtype_policy,
-        )
+    def _projection(self, name, equation, output_shape, bias_axes, input_shape):
+        return dense_or_modulated(name, equation, output_shape, bias_axes, input_shape,
+                                  self.dense_replacements,
+                                  kernel_regularizer=self.kernel_regularizer,
+                                  dtype=self.dtype_policy)
 
     def build(self, input_shape):
         d_model = input_shape[-1]
         heads = (None, self.num_heads, self.key_dim)
-        self.query_dense = self._projection("query", "abc,cde->abde", heads, "de")
-        self.key_dense = self._projection("key", "abc,cde->abde", heads, "de")
-        self.query_dense.build(input_shape)
-        self.key_dense.build(input_shape)
+        self.query_dense = self._projection("query", "abc,cde->abde", heads, "de", input_shape)
+        self.key_dense = self._projection("key", "abc,cde->abde", heads, "de", input_shape)
         if not self.values_use_key_weights:
-            self.value_dense = self._projection("value", "abc,cde->abde", heads, "de")
-            self.value_dense.build(input_shape)
+            self.value_dense = self._projection("value", "abc,cde->abde", heads, "de",
+                                                input_shape)
         self.output_dense = self._projection("attention_output", "abcd,cde->abe",
-                                             (None, d_model), "e")
-        self.output_dense.build((None, None, self.num_heads, self.key_dim))
+                                             (None, d_model), "e",
+                                             (None, None, self.num_heads, self.key_dim))
         self.dropout_layer = keras.layers.Dropout(self.dropout)
 
-    def call(self, x, attention_mask, cache=None, cache_update_index=None, training=None):
+    def call(self, x, attention_mask, cache=None, cache_update_index=None, training=None,
+             conditioning=None):
         """Returns ``(output, new_cache)``.
 
         Args:
@@ -72,10 +76,12 @@ class MultiHeadAttention(keras.layers.Layer):
                 cache length.
             cache: optional [batch, 2, max_length, heads, key_dim] keys and values.
             cache_update_index: where ``x``'s keys and values go in the cache.
+            conditioning: read by modulated projections only.
         """
-        query = self.query_dense(x)
-        key = self.key_dense(x)
-        value = key if self.values_use_key_weights else self.value_dense(x)
+        query = call_dense(self.query_dense, x, conditioning)
+        key = call_dense(self.key_dense, x, conditioning)
+        value = key if self.values_use_key_weights else call_dense(self.value_dense, x,
+                                                                    conditioning)
         if cache is not None:
             start = [0, cache_update_index, 0, 0]
             key = ops.slice_update(cache[:, 0], start, ops.cast(key, cache.dtype))
@@ -90,7 +96,7 @@ class MultiHeadAttention(keras.layers.Layer):
         return self.output_dense(context), cache
 
     def compute_output_spec(self, x, attention_mask, cache=None, cache_update_index=None,
-                            training=None):
+                            training=None, conditioning=None):
         return keras.KerasTensor(x.shape, dtype=self.compute_dtype), cache
 
     def get_config(self):

@@ -17,7 +17,7 @@ from keras import ops
 
 from nemot import vocab
 
-MODES = ("dec", "enc", "auto")
+MODES = vocab.MODES + ("auto",)
 
 
 def mask_from_positions(query_positions, key_positions, key_valid, is_enc, num_aux):
@@ -40,7 +40,7 @@ def mask_from_positions(query_positions, key_positions, key_valid, is_enc, num_a
     return ops.logical_and(allowed, ops.expand_dims(key_valid, 1))
 
 
-def attention_mask(token_ids, mode="dec", num_aux=3, pad_id=vocab.PAD_ID):
+def attention_mask(token_ids, mode="dec", num_aux=vocab.NUM_AUX, pad_id=vocab.PAD_ID):
     """Boolean attention mask [batch, L, L] for ``token_ids`` [batch, L].
 
     Args:
@@ -62,10 +62,10 @@ def attention_mask(token_ids, mode="dec", num_aux=3, pad_id=vocab.PAD_ID):
         if mode not in MODES:
             raise ValueError(f"mode={mode!r}: expected one of {MODES} or a bool tensor")
         if mode == "auto":
-            if num_aux < 2:
-                raise ValueError("mode='auto' reads the mode token at auxiliary position 1; "
-                                 f"num_aux={num_aux} has none")
-            is_enc = ops.equal(token_ids[:, 1], vocab.ENC_ID)
+            if num_aux <= vocab.MODE_POSITION:
+                raise ValueError("mode='auto' reads the mode token at auxiliary position "
+                                 f"{vocab.MODE_POSITION}; num_aux={num_aux} has none")
+            is_enc = ops.equal(token_ids[:, vocab.MODE_POSITION], vocab.ENC_ID)
         else:
             is_enc = ops.full((batch,), mode == "enc", dtype="bool")
     else:

@@ -17,8 +17,7 @@ from keras import ops
 
 from nemot import vocab
 from nemot.config import STRATEGIES
-# The eight highlighting categories and the padding tag, as the data pipeline writes them.
-from nemot.data.pos_tags import POS_CATEGORIES, POS_PAD_ID
+from nemot.vocab import POS_CATEGORIES, POS_PAD_ID
 
 
 def option_span(text_ids):

@@ -1,8 +1,10 @@
-"""The three sets of NeMoT (thesis Figure 3.1) and the gate between them.
+"""The three sets of NeMoT (thesis Figure 3.1); the gate between them is
+:class:`nemot.modulation.Gate`.
 
-Every set takes a bool attention mask built by ``nemot.layers.masks`` and,
-for cached decoding, a cache [batch, layers, 2, max_length, heads, head_dim]
-and the index where the new positions go; with a cache, ``call`` returns
+Every set takes a bool attention mask built by ``nemot.layers.masks``, the
+``conditioning`` of its hosted modulations (:mod:`nemot.modulation.base`; none in the
+thesis) and, for cached decoding, a cache [batch, layers, 2, max_length, heads,
+head_dim] and the index where the new positions go; with a cache, ``call`` returns
 ``(output, cache)``, without one just the output.
 """
 
@@ -15,6 +17,15 @@ from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.layers.masks import attention_mask as build_attention_mask
 from nemot.layers.transformer import TransformerLayer
+from nemot.modulation.stack import stack_modulations
+
+# Conditioning each set can pass to its modulations: the vanilla and neuromodulatory
+# sets run before the neuromodulatory output exists.
+SET_CONDITIONING = {
+    "vanilla": ("task_index",),
+    "neuromodulatory": ("task_index",),
+    "output": ("task_index", "context", "context_tokens"),
+}
 
 
 def _as_config(config):
@@ -31,30 +42,39 @@ class _ConfiguredLayer(keras.layers.Layer):
     def _regularizer(self):
         return keras.regularizers.L2(self.config.kernel_l2) if self.config.kernel_l2 else None
 
-    def _stack(self, count, normalize_first, activation, prefix, values_use_key_weights=None):
+    def _stack(self, stack, count, normalize_first, activation, attention_dropout,
+               values_use_key_weights=None):
+        """``count`` transformer layers hosting the config's modulations for ``stack``."""
         cfg = self.config
         if values_use_key_weights is None:
             values_use_key_weights = cfg.compat_values_use_key_weights
-        return [
-            TransformerLayer(
+        per_layer, self.shared_modulations = stack_modulations(
+            cfg.modulation, stack, count, cfg.num_output_blocks, cfg.d_model,
+            available=SET_CONDITIONING[stack], dtype=self.dtype_policy)
+        layers = []
+        for i, (modulations, replacements) in enumerate(per_layer):
+            layer = TransformerLayer(
                 cfg.num_heads, cfg.d_ff, dropout=cfg.dropout,
-                attention_dropout=cfg.attention_dropout,
+                attention_dropout=attention_dropout,
                 layer_norm_epsilon=cfg.layer_norm_epsilon, normalize_first=normalize_first,
-                activation=activation,
-                values_use_key_weights=values_use_key_weights,
-                kernel_regularizer=self._regularizer(), name=f"{prefix}_{i}",
+                activation=activation, values_use_key_weights=values_use_key_weights,
+                kernel_regularizer=self._regularizer(), modulations=modulations,
+                dense_replacements=replacements, name=f"transformer_layer_{i}",
                 dtype=self.dtype_policy,
             )
-            for i in range(count)
-        ]
+            layer.build((None, None, cfg.d_model))
+            layers.append(layer)
+        return layers
 
     @staticmethod
-    def _run_stack(layers, x, attention_mask, cache, cache_update_index, training):
+    def _run_stack(layers, x, attention_mask, cache, cache_update_index, training,
+                   conditioning=None):
         new_caches = []
         for i, layer in enumerate(layers):
             layer_cache = None if cache is None else cache[:, i]
             x, layer_cache = layer(x, attention_mask, cache=layer_cache,
-                                   cache_update_index=cache_update_index, training=training)
+                                   cache_update_index=cache_update_index, training=training,
+                                   conditioning=conditioning)
             new_caches.append(layer_cache)
         return x, (None if cache is None else ops.stack(new_caches, axis=1))
 
@@ -102,10 +122,9 @@ class VanillaSet(_ConfiguredLayer):
         self.embeddings_dropout = keras.layers.Dropout(cfg.dropout)
         # GPT-2 itself always had W_V: the original code's missing value
         # projection was in its own NM and output layers only (thesis counts).
-        self.transformer_layers = self._stack(cfg.num_vanilla_layers, True, "gelu_tanh",
-                                              "transformer_layer", values_use_key_weights=False)
-        for layer in self.transformer_layers:
-            layer.build((None, None, cfg.d_model))
+        self.transformer_layers = self._stack("vanilla", cfg.num_vanilla_layers, True,
+                                              "gelu_tanh", cfg.vanilla_attention_dropout,
+                                              values_use_key_weights=False)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=cfg.layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy)
         self.layer_norm.build((None, None, cfg.d_model))
@@ -121,7 +140,7 @@ class VanillaSet(_ConfiguredLayer):
         return x + ops.cast(position_vectors, x.dtype)[None]
 
     def call(self, text_ids, attention_mask=None, cache=None, cache_update_index=0,
-             training=None, embeddings_transform=None):
+             training=None, embeddings_transform=None, conditioning=None):
         """``embeddings_transform``: optional callable ``x -> x`` on the embeddings (after
         their dropout, before the first layer), e.g. NeMoT's reading strategies."""
         if attention_mask is None:
@@ -130,7 +149,7 @@ class VanillaSet(_ConfiguredLayer):
         if embeddings_transform is not None:
             x = embeddings_transform(x)
         x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
-                                   cache_update_index, training)
+                                   cache_update_index, training, conditioning)
         x = self.layer_norm(x)
         return x if cache is None else (x, cache)
 
@@ -139,39 +158,21 @@ class VanillaSet(_ConfiguredLayer):
 class NeuromodulatorySet(_ConfiguredLayer):
     """The neuromodulatory set: M pre-LN layers over [aux embeddings ; vanilla output].
 
-    No final LayerNorm; dropout (original code) then sigmoid, so the output is
-    the gate values in (0, 1) for every position, auxiliary ones included.
+    No final LayerNorm. Its output becomes the gates in :class:`nemot.modulation.Gate`
+    (dropout, then sigmoid: thesis eqs. 3.7-3.8).
     """
 
     def build(self, input_shape=None):
         cfg = self.config
         activation = "gelu" if cfg.exact_gelu else "gelu_tanh"
-        self.transformer_layers = self._stack(cfg.num_nm_layers, True, activation,
-                                              "transformer_layer")
-        for layer in self.transformer_layers:
-            layer.build((None, None, cfg.d_model))
-        self.output_dropout = keras.layers.Dropout(cfg.dropout)
+        self.transformer_layers = self._stack("neuromodulatory", cfg.num_nm_layers, True,
+                                              activation, cfg.attention_dropout)
 
-    def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None):
+    def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None,
+             conditioning=None):
         x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
-                                   cache_update_index, training)
-        if self.config.nm_dropout_before_sigmoid:
-            x = self.output_dropout(x, training=training)
-        gates = ops.sigmoid(x)
-        return gates if cache is None else (gates, cache)
-
-
-@keras.saving.register_keras_serializable(package="nemot")
-class Gate(keras.layers.Layer):
-    """Thesis eq. 3.8: ``x_gate = sigmoid(nm_out)[text positions] * vanilla_out``.
-
-    The gate values of the auxiliary positions are dropped: the last n
-    positions of the NM output line up with the n vanilla-set positions.
-    """
-
-    def call(self, gates, vanilla_out):
-        length = ops.shape(vanilla_out)[1]
-        return gates[:, -length:, :] * vanilla_out
+                                   cache_update_index, training, conditioning)
+        return x if cache is None else (x, cache)
 
 
 @keras.saving.register_keras_serializable(package="nemot")
@@ -181,18 +182,17 @@ class OutputBlock(_ConfiguredLayer):
     def build(self, input_shape=None):
         cfg = self.config
         activation = "gelu" if cfg.exact_gelu else "gelu_tanh"
-        self.transformer_layers = self._stack(cfg.num_output_layers, False, activation,
-                                              "transformer_layer")
-        for layer in self.transformer_layers:
-            layer.build((None, None, cfg.d_model))
+        self.transformer_layers = self._stack("output", cfg.num_output_layers, False,
+                                              activation, cfg.attention_dropout)
         self.output_dropout = keras.layers.Dropout(cfg.dropout)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=cfg.layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy)
         self.layer_norm.build((None, None, cfg.d_model))
 
-    def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None):
+    def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None,
+             conditioning=None):
         x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
-                                   cache_update_index, training)
+                                   cache_update_index, training, conditioning)
         x = self.layer_norm(self.output_dropout(x, training=training))
         return x if cache is None else (x, cache)
 
@@ -216,7 +216,7 @@ class OutputSet(_ConfiguredLayer):
             self.blocks[name] = block
 
     def call(self, x, task_ids, attention_mask, cache=None, cache_update_index=0,
-             training=None):
+             training=None, conditioning=None):
         if self.config.compat_route_by_first_example:
             task_ids = ops.broadcast_to(task_ids[:1], ops.shape(task_ids))
         output = ops.zeros_like(x)
@@ -228,9 +228,10 @@ class OutputSet(_ConfiguredLayer):
 
             def run(block=block, block_cache=block_cache):
                 if block_cache is None:
-                    return block(x, attention_mask, training=training)
+                    return block(x, attention_mask, training=training, conditioning=conditioning)
                 return block(x, attention_mask, cache=block_cache,
-                             cache_update_index=cache_update_index, training=training)
+                             cache_update_index=cache_update_index, training=training,
+                             conditioning=conditioning)
 
             def skip(block_cache=block_cache):
                 return ops.zeros_like(x) if block_cache is None else (ops.zeros_like(x), block_cache)

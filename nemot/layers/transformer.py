@@ -1,9 +1,11 @@
-"""One transformer layer: pre-LN (GPT-2, the vanilla and NM sets) or post-LN (the output set)."""
+"""One transformer layer: pre-LN (GPT-2, the vanilla and NM sets) or post-LN (the output
+set, BERT), hosting the per-layer modulations of :mod:`nemot.modulation`."""
 
 import keras
 from keras import ops
 
 from nemot.layers.attention import MultiHeadAttention
+from nemot.modulation.base import DENSE_NAMES, call_dense, dense_or_modulated
 
 ACTIVATIONS = ("gelu_tanh", "gelu")
 
@@ -12,13 +14,18 @@ ACTIVATIONS = ("gelu_tanh", "gelu")
 class TransformerLayer(keras.layers.Layer):
     """Multi-head self-attention and a feed-forward network, each with a residual.
 
-    - ``normalize_first=True`` (pre-LN, GPT-2): ``x + Drop(MHA(LN(x)))`` then
-      ``h + Drop(FFN(LN(h)))``.
-    - ``normalize_first=False`` (post-LN, the output blocks, thesis eqs. 3.9-3.12):
-      ``LN(x + Drop(MHA(x)))`` then ``LN(h + Drop(FFN(h)))``.
+    - ``normalize_first=True`` (pre-LN, GPT-2): ``a = x + Drop(MHA(LN1(x)))``, then
+      ``a + Drop(FFN(LN2(a))) + P(LN1(x))``.
+    - ``normalize_first=False`` (post-LN, the output blocks, thesis eqs. 3.9-3.12, BERT):
+      ``a = LN1(x + Drop(MHA(x)))``, then ``LN2(a + Drop(FFN(a)) + P(x))``.
 
-    Sub-layer names follow KerasHub's ``TransformerDecoder`` so that GPT-2
-    weights map one-to-one.
+    ``P`` is the sum of the hosted ``parallel`` modulations (none by default); an
+    ``activation`` modulation replaces the FFN's nonlinearity; ``dense`` modulations
+    replace named projections (:mod:`nemot.modulation.base`). Without modulations the
+    layer is exactly the plain one, with the same weights.
+
+    Sub-layer names follow KerasHub's ``TransformerDecoder`` so that GPT-2 weights map
+    one-to-one.
 
     Args:
         num_heads: attention heads.
@@ -30,6 +37,10 @@ class TransformerLayer(keras.layers.Layer):
         activation: ``"gelu_tanh"`` (GPT-2) or ``"gelu"`` (exact, erf).
         values_use_key_weights: original-code compat switch (no W_V).
         kernel_regularizer: optional regulariser of every kernel.
+        modulations: :class:`nemot.modulation.Modulation` instances to host; dense-site
+            ones are given as ``{name: factory}`` through ``dense_replacements``.
+        dense_replacements: ``{projection name: factory(**dense args)}`` building the
+            dense-site modulation that replaces that projection.
 
     Example:
         >>> layer = TransformerLayer(num_heads=2, d_ff=16)
@@ -38,7 +49,8 @@ class TransformerLayer(keras.layers.Layer):
 
     def __init__(self, num_heads, d_ff, dropout=0.1, attention_dropout=0.0,
                  layer_norm_epsilon=1e-5, normalize_first=True, activation="gelu_tanh",
-                 values_use_key_weights=False, kernel_regularizer=None, **kwargs):
+                 values_use_key_weights=False, kernel_regularizer=None, modulations=(),
+                 dense_replacements=None, **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r}: expected one of {ACTIVATIONS}")
@@ -51,6 +63,21 @@ class TransformerLayer(keras.layers.Layer):
         self.activation = activation
         self.values_use_key_weights = values_use_key_weights
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.dense_replacements = dict(dense_replacements or {})
+        unknown = sorted(set(self.dense_replacements) - set(DENSE_NAMES))
+        if unknown:
+            raise ValueError(f"dense_replacements {unknown}: expected names among {DENSE_NAMES}")
+        modulations = list(modulations)
+        sites = [m.site for m in modulations]
+        bad = [m.name for m in modulations if m.site not in ("parallel", "activation")]
+        if bad:
+            raise ValueError(f"modulations {bad}: pass dense-site modulations through "
+                             "dense_replacements; modulations= takes parallel and activation ones")
+        if sites.count("activation") > 1:
+            raise ValueError("at most one activation modulation per layer")
+        self.parallel = [m for m in modulations if m.site == "parallel"]
+        self.activation_modulation = next(
+            (m for m in modulations if m.site == "activation"), None)
 
     def build(self, input_shape):
         d_model = input_shape[-1]
@@ -62,56 +89,83 @@ class TransformerLayer(keras.layers.Layer):
             layer.build(input_shape)
             return layer
 
-        def dense(units, name, shape):
-            # EinsumDense, not Dense: Dense's tensordot has no XLA gradient inside the
-            # ops.cond that routes output blocks ("0 is duplicated" in InvertPermutation).
-            # Same kernel [in, out] and bias [out] as Dense.
-            layer = keras.layers.EinsumDense("abc,cd->abd", output_shape=(None, units),
-                                             bias_axes="d",
-                                             kernel_regularizer=self.kernel_regularizer,
-                                             name=name, dtype=policy)
-            layer.build(shape)
-            return layer
-
         self.self_attention = MultiHeadAttention(
             self.num_heads, d_model // self.num_heads, dropout=self.attention_dropout,
             values_use_key_weights=self.values_use_key_weights,
-            kernel_regularizer=self.kernel_regularizer, name="self_attention", dtype=policy,
+            kernel_regularizer=self.kernel_regularizer, dense_replacements={
+                k: v for k, v in self.dense_replacements.items()
+                if k in ("query", "key", "value")},
+            name="self_attention", dtype=policy,
         )
         self.self_attention.build(input_shape)
         self.self_attention_layer_norm = norm("self_attention_layer_norm")
-        self.feedforward_intermediate_dense = dense(
-            self.d_ff, "feedforward_intermediate_dense", input_shape)
-        self.feedforward_output_dense = dense(
-            d_model, "feedforward_output_dense", tuple(input_shape[:-1]) + (self.d_ff,))
+        # EinsumDense, not Dense: Dense's tensordot has no XLA gradient inside the
+        # ops.cond that routes output blocks ("0 is duplicated" in InvertPermutation).
+        # Same kernel [in, out] and bias [out] as Dense.
+        common = dict(replacements=self.dense_replacements,
+                      kernel_regularizer=self.kernel_regularizer, dtype=policy)
+        self.feedforward_intermediate_dense = dense_or_modulated(
+            "feedforward_intermediate_dense", "abc,cd->abd", (None, self.d_ff), "d",
+            input_shape, **common)
+        self.feedforward_output_dense = dense_or_modulated(
+            "feedforward_output_dense", "abc,cd->abd", (None, d_model), "d",
+            tuple(input_shape[:-1]) + (self.d_ff,), **common)
         self.feedforward_layer_norm = norm("feedforward_layer_norm")
         self.dropout_layer = keras.layers.Dropout(self.dropout)
+        for modulation in self.parallel:
+            modulation.build(input_shape)
+        if self.activation_modulation is not None:
+            self.activation_modulation.build(tuple(input_shape[:-1]) + (self.d_ff,),
+                                             input_shape)
 
-    def _feedforward(self, x):
-        h = self.feedforward_intermediate_dense(x)
-        h = keras.activations.gelu(h, approximate=self.activation == "gelu_tanh")
-        return self.feedforward_output_dense(h)
+    def _activation(self, h):
+        return keras.activations.gelu(h, approximate=self.activation == "gelu_tanh")
 
-    def call(self, x, attention_mask, cache=None, cache_update_index=None, training=None):
-        """Returns ``(output, new_cache)``; see ``MultiHeadAttention.call``."""
+    def _feedforward(self, x, conditioning, training):
+        h = call_dense(self.feedforward_intermediate_dense, x, conditioning)
+        if self.activation_modulation is None:
+            h = self._activation(h)
+        else:
+            h = self.activation_modulation(h, x, conditioning=conditioning,
+                                           activation=self._activation, training=training)
+        return call_dense(self.feedforward_output_dense, h, conditioning)
+
+    def _parallel(self, h, conditioning, attention_mask, training):
+        terms = [m(h, conditioning=conditioning, attention_mask=attention_mask,
+                   training=training) for m in self.parallel]
+        return sum(terms[1:], terms[0]) if terms else None
+
+    def call(self, x, attention_mask, cache=None, cache_update_index=None, training=None,
+             conditioning=None):
+        """Returns ``(output, new_cache)``; see ``MultiHeadAttention.call``.
+
+        ``conditioning``: the dict of :mod:`nemot.modulation.base`, read by the hosted
+        modulations only.
+        """
+        attend = dict(cache=cache, cache_update_index=cache_update_index, training=training,
+                      conditioning=conditioning)
         if self.normalize_first:
-            h, cache = self.self_attention(self.self_attention_layer_norm(x), attention_mask,
-                                           cache=cache, cache_update_index=cache_update_index,
-                                           training=training)
-            x = x + self.dropout_layer(h, training=training)
-            h = self._feedforward(self.feedforward_layer_norm(x))
-            return x + self.dropout_layer(h, training=training), cache
-        h, cache = self.self_attention(x, attention_mask, cache=cache,
-                                       cache_update_index=cache_update_index, training=training)
-        x = self.self_attention_layer_norm(x + self.dropout_layer(h, training=training))
-        h = self._feedforward(x)
-        return self.feedforward_layer_norm(x + self.dropout_layer(h, training=training)), cache
+            normed = self.self_attention_layer_norm(x)
+            h, cache = self.self_attention(normed, attention_mask, **attend)
+            a = x + self.dropout_layer(h, training=training)
+            out = a + self.dropout_layer(
+                self._feedforward(self.feedforward_layer_norm(a), conditioning, training),
+                training=training)
+            extra = self._parallel(normed, conditioning, attention_mask, training)
+            return (out if extra is None else out + extra), cache
+        h, cache = self.self_attention(x, attention_mask, **attend)
+        a = self.self_attention_layer_norm(x + self.dropout_layer(h, training=training))
+        out = a + self.dropout_layer(self._feedforward(a, conditioning, training),
+                                     training=training)
+        extra = self._parallel(x, conditioning, attention_mask, training)
+        return self.feedforward_layer_norm(out if extra is None else out + extra), cache
 
     def compute_output_spec(self, x, attention_mask, cache=None, cache_update_index=None,
-                            training=None):
+                            training=None, conditioning=None):
         return keras.KerasTensor(x.shape, dtype=self.compute_dtype), cache
 
     def get_config(self):
+        # Modulations are rebuilt by the hosting set from its model config.
         config = super().get_config()
         config.update(
             num_heads=self.num_heads, d_ff=self.d_ff, dropout=self.dropout,

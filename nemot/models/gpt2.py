@@ -1,5 +1,5 @@
-"""GPT-2 in NeMoT: initialising the vanilla set from GPT-2, exporting it back, and
-the GPT-2 baseline of the thesis (SPEC.md sections 2 and 5).
+"""GPT-2 checkpoints and the vanilla set: initialising it from GPT-2 and exporting it
+back (SPEC.md section 2; the GPT-2 baseline model is :mod:`nemot.models.baseline`).
 
 Loading goes through KerasHub: ``keras_hub.models.GPT2Backbone.from_preset``
 reads a KerasHub preset name (``gpt2_base_en``, ``gpt2_medium_en``; online), a
@@ -18,7 +18,6 @@ Example:
     >>> cfg = config_from_gpt2("gpt2_base_en", NeMoTConfig.preset("thesis"))
     >>> model = nemot.build_model(cfg, gpt2="gpt2_base_en")
     >>> export_vanilla_set(model, "exported_gpt2")      # a Hugging Face GPT-2 dir
-    >>> baseline = build_baseline("gpt2_medium", gpt2="gpt2_medium_en")
 """
 
 import json
@@ -31,8 +30,6 @@ from keras import ops
 
 from nemot import vocab
 from nemot.config import NeMoTConfig
-from nemot.layers.sets import VanillaSet
-from nemot.training.losses import CombinedLossMixin, NeMoTLoss
 
 # Vanilla-set sizes of the GPT-2 models (NeMoTConfig fields, on top of the thesis preset).
 GPT2_SIZES = {
@@ -294,180 +291,3 @@ def export_vanilla_set(model, out_dir):
                      architectures=["GPT2LMHeadModel"], n_ctx=cfg.max_position_embeddings)
     config_file.write_text(json.dumps(hf_config, indent=2))
     return out_dir
-
-
-# ---------------------------------------------------------------- the GPT-2 baseline
-
-def _as_config(config):
-    return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
-
-
-@keras.saving.register_keras_serializable(package="nemot")
-class GPT2Baseline(CombinedLossMixin, keras.Model):
-    """The GPT-2 baseline of the thesis (SPEC.md section 5): GPT-2 plus a new head.
-
-    Takes the same input as NeMoT, ``{"token_ids": int [batch, 3 + n]}``; the
-    auxiliary tokens (mode and task included) are dropped and the last n
-    positions run through GPT-2 (the vanilla set, causal, padding masked)
-    and a new randomly initialised ``Dense(vocab_size)`` head. Returns
-    ``{"logits": [batch, n, vocab]}``. Default loss: ``L1 + 0.2 L2``, no
-    vanilla-set term.
-
-    Args:
-        config: a ``NeMoTConfig`` (or its dict); only the vanilla-set fields,
-            ``vocab_size``, ``num_aux_tokens``, ``max_text_length`` and
-            ``kernel_l2`` are used.
-
-    Example:
-        >>> model = build_baseline("tiny")
-        >>> model({"token_ids": ids})["logits"].shape   # (batch, n, 50313)
-        >>> model.compile(keras.optimizers.Adam(1e-5)); model.fit(dataset)
-    """
-
-    loss_terms = ("task", "lm")
-    default_loss = NeMoTLoss(vanilla_weight=0)
-
-    def __init__(self, config, **kwargs):
-        super().__init__(**kwargs)
-        self.config = _as_config(config)
-        cfg = self.config
-        regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
-        self.vanilla_set = VanillaSet(cfg, name="vanilla_set")
-        self.head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
-                                       name="head")
-        self._init_loss_terms()
-
-    def build(self, input_shape=None):
-        self.vanilla_set.build(None)
-        self.head.build((None, None, self.config.d_model))
-        self.built = True
-
-    def call(self, inputs, training=None):
-        token_ids = ops.cast(inputs["token_ids"], "int32")
-        text_ids = token_ids[:, self.config.num_aux_tokens:]
-        return {"logits": self.head(self.vanilla_set(text_ids, training=training))}
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
-
-def baseline_config(name="gpt2_medium"):
-    """Baseline config by name: ``gpt2_medium`` (default), ``gpt2_small``, or a NeMoT preset."""
-    if name in GPT2_SIZES:
-        return NeMoTConfig.preset("thesis").replace(**GPT2_SIZES[name])
-    if name in ("thesis", "small", "tiny"):
-        return NeMoTConfig.preset(name)
-    raise ValueError(f"unknown baseline preset {name!r}; expected one of "
-                     f"{sorted(GPT2_SIZES) + ['small', 'thesis', 'tiny']}")
-
-
-def build_baseline(config_or_preset=None, gpt2=None, seed=None):
-    """Build a ``GPT2Baseline`` whose weights exist.
-
-    Args:
-        config_or_preset: a ``NeMoTConfig`` (or dict) or a preset name for
-            ``baseline_config``. ``None``: the checkpoint's sizes on the thesis
-            preset when ``gpt2`` is given, else GPT-2 Medium sizes.
-        gpt2: optional GPT-2 weights (as in ``load_vanilla_set``); a size
-            mismatch with an explicit config is an error.
-        seed: seed of the new embedding rows.
-
-    Example:
-        >>> build_baseline(gpt2="gpt2_medium_en")       # the thesis baseline (online)
-        >>> build_baseline(gpt2="/data/gpt2-medium")   # a downloaded HF checkpoint
-    """
-    if config_or_preset is None:
-        config = config_from_gpt2(gpt2) if gpt2 is not None else baseline_config()
-    elif isinstance(config_or_preset, str):
-        config = baseline_config(config_or_preset)
-    else:
-        config = _as_config(config_or_preset)
-    model = GPT2Baseline(config)
-    model.build()
-    if gpt2 is not None:
-        load_vanilla_set(model, gpt2, seed=seed)
-    return model
-
-
-def baseline_parameter_breakdown(model):
-    """Parameters of the baseline: ``vanilla_set``, ``head`` and ``total``."""
-    parts = {name: int(sum(np.prod(w.shape) for w in getattr(model, name).weights))
-             for name in ("vanilla_set", "head")}
-    parts["total"] = sum(parts.values())
-    return parts
-
-
-MODEL_NAMES = ("nemot", "gpt2_baseline")
-
-
-def build(model_name, config, gpt2=None):
-    """Model factory of the trainer and CLI: ``"nemot"`` or ``"gpt2_baseline"``.
-
-    Example:
-        >>> model = build("gpt2_baseline", NeMoTConfig.preset("tiny"))
-    """
-    if model_name == "nemot":
-        from nemot.models.nemot import build_model
-
-        return build_model(config, gpt2=gpt2)
-    if model_name == "gpt2_baseline":
-        return build_baseline(config, gpt2=gpt2)
-    raise ValueError(f"model name {model_name!r}: expected one of {MODEL_NAMES}")
-
-
-def greedy_decode(model, token_ids, max_new_tokens, stop_id=vocab.END_ID):
-    """Greedy decoding by full recomputation (no cache), for any NeMoT-shaped model.
-
-    Each step runs the model on the whole right-padded buffer and appends the
-    argmax at every unfinished example's first pad position; causality makes
-    the padding after it irrelevant.
-
-    Args:
-        model: returns ``{"logits": [batch, n, vocab]}`` for ``{"token_ids"}``.
-        token_ids: int [batch, 3 + p] prompts (auxiliary tokens first), right-
-            padded with ``<pad>``.
-        max_new_tokens: tokens to generate at most per example.
-        stop_id: generation of an example ends after this token (``</s>``).
-
-    Returns:
-        list of generated id lists (``stop_id`` included when produced).
-
-    Example:
-        >>> greedy_decode(model, [[CLS_ID, DEC_ID, GQA_ID, P1_ID, 464, SEP_ID]], 20)
-    """
-    num_aux = model.config.num_aux_tokens
-    prompts = np.asarray(token_ids, dtype="int32")
-    limit = num_aux + model.config.max_text_length
-    if prompts.shape[1] > limit:
-        raise ValueError(f"token_ids has {prompts.shape[1]} positions; the model takes at "
-                         f"most {limit} ({num_aux} auxiliary + max_text_length)")
-    is_pad = prompts == vocab.PAD_ID
-    lengths = np.argmax(np.concatenate([is_pad, np.ones_like(is_pad[:, :1])], 1), axis=1)
-    for row, length in enumerate(lengths):
-        if is_pad[row, length:].sum() != prompts.shape[1] - length:
-            raise ValueError(f"token_ids row {row}: <pad> before a non-pad token; prompts "
-                             "must be right-padded")
-        if length <= num_aux:
-            raise ValueError(f"token_ids row {row}: no text after the {num_aux} "
-                             "auxiliary tokens")
-    width = min(prompts.shape[1] + max_new_tokens, limit)
-    buffer = np.full((prompts.shape[0], width), vocab.PAD_ID, dtype="int32")
-    buffer[:, : prompts.shape[1]] = prompts
-    generated = [[] for _ in lengths]
-    active = lengths < width
-    for _ in range(max_new_tokens):
-        if not active.any():
-            break
-        logits = model({"token_ids": buffer}, training=False)["logits"]
-        last = ops.convert_to_numpy(logits)[np.arange(len(lengths)), lengths - 1 - num_aux]
-        for row in np.flatnonzero(active):
-            token = int(np.argmax(last[row]))
-            buffer[row, lengths[row]] = token
-            generated[row].append(token)
-            lengths[row] += 1
-            active[row] = token != stop_id and lengths[row] < width
-    return generated

@@ -1,15 +1,19 @@
 """The Neuromodulated Transformer (thesis chapter 3, Figure 3.1, eqs. 3.1-3.14).
 
-Reading order of ``NeMoT.call``::
+Reading order of ``NeMoT.forward`` (``call`` and cached decoding both run it)::
 
     aux, text   = token_ids[:, :3], token_ids[:, 3:]      # [<cls>, <mode>, <task>] + text
     v           = vanilla_set(text)                      # GPT-2, eqs. 3.1-3.5
     v           = reading_strategies(v, text, pos_tags)  # optional, thesis s.3.4.3 (or after
                                                          # the embeddings); vanilla head: raw v
-    gates       = neuromodulatory_set([aux_emb ; v])     # sigmoid(Drop(NM(.))), eqs. 3.6-3.7
-    x_gate      = gates[:, 3:] * v                       # the gate, eq. 3.8
-    y           = output_set[task](x_gate)               # eqs. 3.9-3.13, per example
+    nm          = neuromodulatory_set([aux_emb ; v])     # eq. 3.6
+    gates, x    = gate(nm, v)                            # sigmoid(Drop(nm)), x = gates[:, 3:] * v
+    y           = output_set[task](x)                    # eqs. 3.9-3.13, per example
     logits      = head(y); vanilla_logits = vanilla_head(v)   # eq. 3.14
+
+Per-layer modulations named in the config (PALs, HyperGrid, modulated activations:
+:mod:`nemot.modulation`) read the task index in every set and, in the output set, the
+neuromodulatory output too.
 """
 
 import keras
@@ -18,13 +22,48 @@ from keras import ops
 
 from nemot import vocab
 from nemot.config import NeMoTConfig
-from nemot.layers.masks import attention_mask, mask_from_positions
+from nemot.layers.masks import mask_from_positions
 from nemot.layers.reading_strategies import ReadingStrategies
-from nemot.layers.sets import Gate, NeuromodulatorySet, OutputSet, VanillaSet
-from nemot.training.losses import CombinedLossMixin
+from nemot.layers.sets import NeuromodulatorySet, OutputSet, VanillaSet
+from nemot.models.gpt2 import load_vanilla_set
+from nemot.models.losses import CombinedLossMixin
+from nemot.models.weights import count_weights, transfer_weights
+from nemot.modulation.base import task_index
+from nemot.modulation.gate import Gate
 
-MODE_POSITION = 1
-TASK_POSITION = 2
+
+def as_config(config):
+    return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
+
+
+def concrete(tensor):
+    """``tensor`` as numpy, or None inside a traced function (symbolic values)."""
+    try:
+        return np.asarray(ops.convert_to_numpy(tensor))
+    except (TypeError, ValueError, NotImplementedError, AttributeError):
+        return None
+
+
+def text_masks(text_valid, is_enc, query_start, query_length, num_aux, with_aux):
+    """The text mask and the NM-set mask of the queries ``[query_start, +query_length)``.
+
+    ``text_valid`` bool [batch, n]: non-pad text positions (of the whole cache when
+    decoding). Keys at or after ``query_start + query_length`` are not written yet.
+    ``with_aux``: the NM queries include the auxiliary tokens (the uncached pass and
+    the prefill); otherwise they are text positions only.
+    """
+    n = ops.shape(text_valid)[1]
+    query_pos = query_start + ops.arange(query_length, dtype="int32")
+    key_pos = ops.arange(n, dtype="int32")
+    written = ops.logical_and(text_valid, (key_pos < query_start + query_length)[None])
+    text_mask = mask_from_positions(query_pos, key_pos, written, is_enc, 0)
+    nm_valid = ops.concatenate([ops.ones((ops.shape(text_valid)[0], num_aux), "bool"),
+                                written], axis=1)
+    nm_query = ops.arange(num_aux + query_length, dtype="int32") if with_aux \
+        else num_aux + query_pos
+    nm_mask = mask_from_positions(nm_query, ops.arange(num_aux + n, dtype="int32"), nm_valid,
+                                  is_enc, num_aux)
+    return text_mask, nm_mask
 
 
 @keras.saving.register_keras_serializable(package="nemot")
@@ -34,13 +73,13 @@ class NeMoT(CombinedLossMixin, keras.Model):
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first,
     text right-padded with ``<pad>``). Returns a dict with ``"logits"``
     [batch, n, vocab] of the main head, ``"vanilla_logits"`` of the vanilla
-    head when ``config.vanilla_head``, and ``"gates"`` [batch, 3 + n, d_model]
-    when ``return_gates``. Each example's mode token (``<dec>``/``<enc>``)
-    picks its masks and its task token picks its output block.
+    head when ``config.vanilla_head`` (skipped in training when the compiled loss
+    has no vanilla-set term), and ``"gates"`` [batch, 3 + n, d_model] when
+    ``return_gates``. Each example's mode token (``<dec>``/``<enc>``) picks its
+    masks and its task token picks its output block.
 
-    Training: ``compile(optimizer, loss=nemot.training.NeMoTLoss(...))`` and
-    ``fit`` on ``(inputs, {"task_targets", "lm_targets"})``; see
-    ``nemot.training.losses``.
+    Training: ``compile(optimizer)`` uses ``L1 + 0.2 L2 + 0.5 L3`` (eq. 3.17);
+    ``compile(optimizer, loss=nemot.NeMoTLoss(...))`` sets other weights.
 
     Args:
         config: a ``NeMoTConfig`` (or its dict).
@@ -54,7 +93,7 @@ class NeMoT(CombinedLossMixin, keras.Model):
 
     def __init__(self, config, return_gates=False, **kwargs):
         super().__init__(**kwargs)
-        self.config = NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
+        self.config = as_config(config)
         self.return_gates = return_gates
         cfg = self.config
         regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
@@ -67,7 +106,8 @@ class NeMoT(CombinedLossMixin, keras.Model):
             self.aux_embedding = keras.layers.Embedding(cfg.vocab_size, cfg.d_model,
                                                         name="aux_embedding")
         self.neuromodulatory_set = NeuromodulatorySet(cfg, name="neuromodulatory_set")
-        self.gate = Gate(name="gate")
+        self.gate = Gate(cfg.dropout, dropout_before_sigmoid=cfg.nm_dropout_before_sigmoid,
+                         name="gate")
         self.output_set = OutputSet(cfg, name="output_set")
         self.head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
                                        name="head")
@@ -91,63 +131,99 @@ class NeMoT(CombinedLossMixin, keras.Model):
             self.vanilla_head.build((None, None, cfg.d_model))
         self.built = True
 
+    def _on_compile_loss(self, loss):
+        # A head no active term reads gets no gradient: freeze it rather than let the
+        # optimizer warn about it at every step (pre-training is L1 only).
+        if self.config.vanilla_head:
+            self.vanilla_head.trainable = bool(loss.vanilla_weight)
+
     def embed_aux_tokens(self, aux_ids):
         """Auxiliary-token embeddings: no position, no scaling (original code)."""
         if self.config.aux_embedding == "shared":
             return self.vanilla_set.token_embedding(aux_ids)
         return self.aux_embedding(aux_ids)
 
-    def _check_aux_tokens(self, aux_ids):
-        """A clear error for a mode or task token the model cannot serve.
-
-        Checked when the values are concrete (eager calls); the data pipelines
-        check every example against the config before training.
-        """
-        try:
-            aux = np.asarray(ops.convert_to_numpy(aux_ids))
-        except (TypeError, ValueError, NotImplementedError, AttributeError):
-            return  # symbolic tensor inside a traced function
-        modes = set(aux[:, MODE_POSITION].tolist()) - {vocab.DEC_ID, vocab.ENC_ID}
-        if modes:
-            raise ValueError(f"mode token id(s) {sorted(modes)} at auxiliary position "
-                             f"{MODE_POSITION}: expected <dec> ({vocab.DEC_ID}) or <enc> "
-                             f"({vocab.ENC_ID})")
-        known = set(self.config.task_token_ids)
-        tasks = set(aux[:, TASK_POSITION].tolist()) - known
-        if tasks:
-            names = {v: k for k, v in vocab.ADDED_TOKEN_IDS.items()}
-            raise ValueError(
-                f"task token(s) {[names.get(t, t) for t in sorted(tasks)]} at auxiliary "
-                f"position {TASK_POSITION} have no output block; this model's blocks are "
-                f"{list(self.config.output_blocks)}")
+    def check_aux_tokens(self, aux_ids, where="token_ids", modes=vocab.MODES):
+        """A clear error for a mode or task token this model cannot serve (eager values;
+        inside a traced function the data pipelines have checked every example)."""
+        aux = concrete(aux_ids)
+        if aux is not None:
+            vocab.check_aux_tokens(aux, self.config.output_blocks, where=where, modes=modes)
 
     def call(self, inputs, training=None, return_gates=None):
-        cfg = self.config
         token_ids = ops.cast(inputs["token_ids"], "int32")
-        a = cfg.num_aux_tokens
-        aux_ids, text_ids = token_ids[:, :a], token_ids[:, a:]
-        self._check_aux_tokens(aux_ids)
-        is_enc = ops.equal(aux_ids[:, MODE_POSITION], vocab.ENC_ID)
-        text_mask = attention_mask(text_ids, mode=is_enc, num_aux=0)
-        full_mask = attention_mask(token_ids, mode=is_enc, num_aux=a)
-
-        vanilla_out, read_out, _ = self.run_vanilla_set(text_ids, text_mask,
-                                                        inputs.get("pos_tags"), training=training)
-        nm_in = ops.concatenate(
-            [ops.cast(self.embed_aux_tokens(aux_ids), read_out.dtype), read_out], axis=1)
-        gates = self.neuromodulatory_set(nm_in, full_mask, training=training)
-        x_gate = self.gate(gates, read_out)
-        y = self.output_set(x_gate, aux_ids[:, TASK_POSITION], text_mask, training=training)
-
-        outputs = {"logits": self.head(y)}
-        if cfg.vanilla_head:
-            outputs["vanilla_logits"] = self.vanilla_head(vanilla_out)
-        if self.return_gates if return_gates is None else return_gates:
-            outputs["gates"] = gates
+        aux_ids, text_ids = token_ids[:, :vocab.NUM_AUX], token_ids[:, vocab.NUM_AUX:]
+        self.check_aux_tokens(aux_ids)
+        outputs, _ = self.forward(aux_ids, text_ids, ops.not_equal(text_ids, vocab.PAD_ID),
+                                  pos_tags=inputs.get("pos_tags"), training=training,
+                                  vanilla_logits=self.config.vanilla_head and (
+                                      not training or self.needs_output("vanilla")))
+        if not (self.return_gates if return_gates is None else return_gates):
+            outputs.pop("gates")
         return outputs
 
+    def forward(self, aux_ids, text_ids, text_valid, cache=None, cache_update_index=0,
+                pos_tags=None, training=None, vanilla_logits=False):
+        """The forward pass, over the whole text or, with a cache, over new positions.
+
+        Args:
+            aux_ids: int [batch, 3] auxiliary tokens.
+            text_ids: int [batch, q] text tokens at positions ``[index, index + q)``.
+            text_valid: bool [batch, n] non-pad text positions (n = q without a cache,
+                the cache length with one).
+            cache: from :meth:`init_cache`, or None.
+            cache_update_index: text position of ``text_ids[:, 0]``; the auxiliary
+                tokens run (prefill) when it is the Python int 0.
+            pos_tags: int [batch, q], needed with the highlighting reading strategy.
+            vanilla_logits: also return the vanilla head's logits.
+
+        Returns:
+            ``(outputs, cache)``: ``outputs`` has ``"logits"``, ``"gates"`` and maybe
+            ``"vanilla_logits"``; ``cache`` is None without one.
+        """
+        a = vocab.NUM_AUX
+        first = isinstance(cache_update_index, int) and cache_update_index == 0
+        is_enc = ops.equal(aux_ids[:, vocab.MODE_POSITION], vocab.ENC_ID)
+        text_mask, nm_mask = text_masks(text_valid, is_enc, cache_update_index,
+                                        ops.shape(text_ids)[1], a, with_aux=first)
+        tasks = aux_ids[:, vocab.TASK_POSITION]
+        conditioning = {"task_index": task_index(tasks, self.config.task_token_ids)}
+        caches = cache or {}
+
+        vanilla_out, read_out, vanilla_cache = self.run_vanilla_set(
+            text_ids, text_mask, pos_tags, cache=caches.get("vanilla"),
+            cache_update_index=cache_update_index, training=training, conditioning=conditioning)
+        nm_in = read_out
+        if first:
+            nm_in = ops.concatenate(
+                [ops.cast(self.embed_aux_tokens(aux_ids), read_out.dtype), read_out], axis=1)
+        nm_out = self.neuromodulatory_set(
+            nm_in, nm_mask, cache=caches.get("neuromodulatory"),
+            cache_update_index=0 if first else a + cache_update_index, training=training,
+            conditioning=conditioning)
+        nm_out, nm_cache = nm_out if cache is not None else (nm_out, None)
+        gates, x_gate = self.gate(nm_out, read_out, training=training)
+        # The NM output at the task token: from this pass, or kept from the prefill.
+        task_context = gates[:, vocab.TASK_POSITION] if first else caches["task_context"]
+        conditioning.update(context=task_context, context_tokens=gates[:, -ops.shape(
+            text_ids)[1]:])
+        y = self.output_set(x_gate, tasks, text_mask, cache=caches.get("output"),
+                            cache_update_index=cache_update_index, training=training,
+                            conditioning=conditioning)
+        y, output_cache = y if cache is not None else (y, None)
+
+        outputs = {"logits": self.head(y), "gates": gates}
+        if vanilla_logits:
+            outputs["vanilla_logits"] = self.vanilla_head(vanilla_out)
+        new_cache = None
+        if cache is not None:
+            new_cache = {"vanilla": vanilla_cache, "neuromodulatory": nm_cache,
+                         "output": output_cache,
+                         "task_context": ops.cast(task_context, cache["task_context"].dtype)}
+        return outputs, new_cache
+
     def run_vanilla_set(self, text_ids, attention_mask, pos_tags=None, cache=None,
-                        cache_update_index=0, training=None):
+                        cache_update_index=0, training=None, conditioning=None):
         """The vanilla set with the reading strategies where the config puts them.
 
         Returns ``(vanilla_out, read_out, cache)``: ``read_out`` is what the NM
@@ -165,7 +241,8 @@ class NeMoT(CombinedLossMixin, keras.Model):
                          and self.config.reading_strategy_position == "embeddings")
         out = self.vanilla_set(text_ids, attention_mask, cache=cache,
                                cache_update_index=cache_update_index, training=training,
-                               embeddings_transform=read if at_embeddings else None)
+                               embeddings_transform=read if at_embeddings else None,
+                               conditioning=conditioning)
         out, cache = (out, None) if cache is None else out
         if strategies is None or at_embeddings:
             return out, out, cache
@@ -184,10 +261,9 @@ class NeMoT(CombinedLossMixin, keras.Model):
 
         return {
             "vanilla": zeros(cfg.num_vanilla_layers, length=text_length),
-            "neuromodulatory": zeros(cfg.num_nm_layers,
-                                     length=cfg.num_aux_tokens + text_length),
-            "output": zeros(cfg.num_output_blocks, cfg.num_output_layers,
-                            length=text_length),
+            "neuromodulatory": zeros(cfg.num_nm_layers, length=vocab.NUM_AUX + text_length),
+            "output": zeros(cfg.num_output_blocks, cfg.num_output_layers, length=text_length),
+            "task_context": ops.zeros((batch_size, cfg.d_model), dtype),
         }
 
     def call_with_cache(self, aux_ids, text_ids, cache, cache_update_index, text_valid,
@@ -198,49 +274,42 @@ class NeMoT(CombinedLossMixin, keras.Model):
             aux_ids: int [batch, 3] auxiliary tokens (mode must be ``<dec>``).
             text_ids: int [batch, q] the new text tokens.
             cache: from ``init_cache`` (or the previous call).
-            cache_update_index: text position of ``text_ids[:, 0]``; the
-                auxiliary tokens are run (prefill) when it is 0 — pass a Python
-                int 0 for the prefill call.
+            cache_update_index: text position of ``text_ids[:, 0]``; pass the Python
+                int 0 for the prefill call (it runs the auxiliary tokens).
             text_valid: bool [batch, text_length], False at padding positions.
-            pos_tags: int [batch, q] POS category ids of ``text_ids``, needed
-                with the highlighting reading strategy.
+            pos_tags: int [batch, q] POS category ids of ``text_ids``, needed with the
+                highlighting reading strategy.
 
         Returns:
             ``(logits [batch, q, vocab], cache)``.
         """
-        cfg = self.config
-        a = cfg.num_aux_tokens
-        q = ops.shape(text_ids)[1]
-        text_length = ops.shape(text_valid)[1]
-        is_enc = ops.zeros((ops.shape(text_ids)[0],), "bool")
-        query_pos = cache_update_index + ops.arange(q, dtype="int32")
-        key_pos = ops.arange(text_length, dtype="int32")
-        written = ops.logical_and(text_valid, (key_pos < cache_update_index + q)[None])
-        text_mask = mask_from_positions(query_pos, key_pos, written, is_enc, 0)
+        outputs, cache = self.forward(aux_ids, text_ids, text_valid, cache=cache,
+                                      cache_update_index=cache_update_index, pos_tags=pos_tags)
+        return outputs["logits"], cache
 
-        _, vanilla_out, vanilla_cache = self.run_vanilla_set(
-            text_ids, text_mask, pos_tags, cache=cache["vanilla"],
-            cache_update_index=cache_update_index)
-        nm_key_valid = ops.concatenate([ops.ones_like(aux_ids, "bool"), written], axis=1)
-        nm_key_pos = ops.arange(a + text_length, dtype="int32")
-        prefill = isinstance(cache_update_index, int) and cache_update_index == 0
-        if prefill:
-            nm_in = ops.concatenate(
-                [ops.cast(self.embed_aux_tokens(aux_ids), vanilla_out.dtype), vanilla_out], 1)
-            nm_query_pos = ops.arange(a + q, dtype="int32")
-            nm_index = 0
-        else:
-            nm_in, nm_query_pos, nm_index = vanilla_out, a + query_pos, a + cache_update_index
-        nm_mask = mask_from_positions(nm_query_pos, nm_key_pos, nm_key_valid, is_enc, a)
-        gates, nm_cache = self.neuromodulatory_set(nm_in, nm_mask, cache=cache["neuromodulatory"],
-                                                   cache_update_index=nm_index)
-        x_gate = self.gate(gates, vanilla_out)
-        y, output_cache = self.output_set(x_gate, aux_ids[:, TASK_POSITION], text_mask,
-                                          cache=cache["output"],
-                                          cache_update_index=cache_update_index)
-        new_cache = {"vanilla": vanilla_cache, "neuromodulatory": nm_cache,
-                     "output": output_cache}
-        return self.head(y), new_cache
+    def parameter_breakdown(self):
+        """Parameters per component; ``total`` is their sum (every weight counted once).
+
+        Keys: ``vanilla_set``, ``aux_embedding``, ``neuromodulatory_set``,
+        ``output_set`` (all blocks), ``head``, ``vanilla_head``, ``reading_strategies``
+        (0 without them), ``total``, and ``output_blocks`` with each named block's count.
+        """
+        cfg = self.config
+        parts = {
+            "vanilla_set": count_weights(self.vanilla_set),
+            "aux_embedding": count_weights(self.aux_embedding)
+            if cfg.aux_embedding == "separate" else 0,
+            "neuromodulatory_set": count_weights(self.neuromodulatory_set),
+            "output_set": count_weights(self.output_set),
+            "head": count_weights(self.head),
+            "vanilla_head": count_weights(self.vanilla_head) if cfg.vanilla_head else 0,
+            "reading_strategies": count_weights(self.reading_strategies)
+            if cfg.reading_strategies else 0,
+        }
+        parts["total"] = sum(parts.values())
+        parts["output_blocks"] = {name: count_weights(block)
+                                  for name, block in self.output_set.blocks.items()}
+        return parts
 
     def get_config(self):
         return {"config": self.config.to_dict(), "return_gates": self.return_gates,
@@ -263,8 +332,6 @@ def build_model(config, gpt2=None, return_gates=False):
     model = NeMoT(config, return_gates=return_gates)
     model.build()
     if gpt2 is not None:
-        from nemot.models.gpt2 import load_vanilla_set
-
         load_vanilla_set(model, gpt2)
     return model
 
@@ -300,47 +367,13 @@ def load_weights_partial(model, path):
         raise ValueError(f"{path}: not a checkpoint of this NeMoT without reading strategies "
                          f"(config {model.config.replace(reading_strategies=())}): "
                          f"{error}") from error
-    # Paths without the model's own name ("ne_mo_t", "ne_mo_t_1", ...).
-    saved = {v.path.split("/", 1)[1]: v for v in source.weights}
-    fresh = []
-    for variable in model.weights:
-        match = saved.pop(variable.path.split("/", 1)[1], None)
-        if match is None:
-            fresh.append(variable.path)
-        else:
-            variable.assign(match.value)
-    if saved:
-        raise ValueError(f"{path}: weights {sorted(saved)[:5]} have no place in the model")
+    _, fresh, unplaced = transfer_weights(source, model)
+    if unplaced:
+        raise ValueError(f"{path}: weights {unplaced[:5]} have no place in the model")
     return fresh
 
 
-def _count(layer):
-    return int(sum(np.prod(w.shape) for w in layer.weights))
-
-
 def parameter_breakdown(model):
-    """Parameters per component; ``total`` is their sum (every weight counted once).
-
-    Keys: ``vanilla_set``, ``aux_embedding``, ``neuromodulatory_set``,
-    ``output_set`` (all blocks), ``head``, ``vanilla_head``, ``total``, and
-    ``output_blocks`` with the count of each named block, ``reading_strategies``
-    (0 without them). For the GPT-2 baseline: ``vanilla_set``, ``head`` and ``total``.
-    """
-    if not isinstance(model, NeMoT):
-        from nemot.models.gpt2 import baseline_parameter_breakdown
-
-        return baseline_parameter_breakdown(model)
-    parts = {
-        "vanilla_set": _count(model.vanilla_set),
-        "aux_embedding": _count(model.aux_embedding) if model.config.aux_embedding == "separate" else 0,
-        "neuromodulatory_set": _count(model.neuromodulatory_set),
-        "output_set": _count(model.output_set),
-        "head": _count(model.head),
-        "vanilla_head": _count(model.vanilla_head) if model.config.vanilla_head else 0,
-        "reading_strategies": (_count(model.reading_strategies)
-                               if model.config.reading_strategies else 0),
-    }
-    parts["total"] = sum(parts.values())
-    parts["output_blocks"] = {name: _count(block)
-                              for name, block in model.output_set.blocks.items()}
-    return parts
+    """Parameters per component of ``model`` (NeMoT or the GPT-2 baseline); see their
+    ``parameter_breakdown`` methods."""
+    return model.parameter_breakdown()

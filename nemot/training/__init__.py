@@ -1,4 +1,7 @@
-"""Training: the combined loss, schedules and run orchestration."""
+"""Training: run configs, the trainer, schedules, callbacks, checkpoints and distribution.
 
-from nemot.training.losses import NeMoTLoss
+``NeMoTLoss`` lives with the models (:mod:`nemot.models.losses`) and is re-exported here.
+"""
+
+from nemot.models.losses import NeMoTLoss
 from nemot.training.schedules import WarmupCosine, build_schedule

@@ -5,7 +5,7 @@ GPUs of one host (``tf.distribute.MirroredStrategy``), ``multi-worker`` on
 several hosts (``tf.distribute.MultiWorkerMirroredStrategy``; the cluster comes
 from ``TF_CONFIG``). The engine is always TensorFlow's: its all-reduce
 collectives sum the gradients and the loss's target counts
-(:mod:`nemot.training.losses`), so any strategy computes what one device
+(:mod:`nemot.models.losses`), so any strategy computes what one device
 computes on the same global batch.
 
 Why ``model.fit`` is not used under ``MultiWorkerMirroredStrategy``

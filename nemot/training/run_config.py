@@ -29,10 +29,10 @@ import tomllib
 from pathlib import Path
 
 from nemot.config import NeMoTConfig
-from nemot.training.losses import NeMoTLoss
+from nemot.models.losses import NeMoTLoss
+from nemot.models.registry import MODEL_NAMES
 
 KINDS = ("pretrain", "finetune", "general")
-MODEL_NAMES = ("nemot", "gpt2_baseline")
 MIXED_PRECISION = (None, "mixed_bfloat16", "mixed_float16")
 
 

@@ -4,7 +4,7 @@
 
 1. seed everything (``keras.utils.set_random_seed``), set the precision policy,
    make the strategy (:mod:`nemot.training.distributed`);
-2. build the model in the strategy's scope (``nemot.models.gpt2.build``: NeMoT
+2. build the model in the strategy's scope (``nemot.models.build``: NeMoT
    or the GPT-2 baseline), optionally load pre-trained weights
    (``train.init_from``) and, for general training, copy the ``lm`` output
    block into ``mqa``/``gqa`` (thesis §3.5.3);
@@ -45,6 +45,8 @@ import numpy as np
 
 from nemot.data import pipelines, registry
 from nemot.data.tokenizer import Tokenizer
+from nemot.models.registry import build
+from nemot.models.weights import load_pretrained
 from nemot.training import callbacks as cb
 from nemot.training import distributed
 from nemot.training.checkpoints import TrainingCheckpoint
@@ -91,17 +93,8 @@ def _decode_predictions(model, examples, label_mode, max_new_tokens, tokenizer, 
     if label_mode:
         ids = decoding.predict_labels(model, prompts, batch_size=batch_size)
         return [tokenizer.decode([i]) for i in ids]
-    if hasattr(model, "call_with_cache"):
-        outputs = decoding.generate(model, prompts, max_new_tokens=max_new_tokens,
-                                    batch_size=batch_size, jit_compile=jit_compile)
-    else:  # the GPT-2 baseline decodes without a cache
-        from nemot.models.gpt2 import greedy_decode
-
-        width = max(len(p) for p in prompts)
-        padded = np.array([p + [pipelines.vocab.PAD_ID] * (width - len(p)) for p in prompts],
-                          np.int32)
-        outputs = [[t for t in ids if t != pipelines.vocab.END_ID]
-                   for ids in greedy_decode(model, padded, max_new_tokens)]
+    outputs = decoding.generate(model, prompts, max_new_tokens=max_new_tokens,
+                                batch_size=batch_size, jit_compile=jit_compile)
     return [tokenizer.decode(ids).strip() for ids in outputs]
 
 
@@ -298,33 +291,6 @@ def data_source(cfg, tokenizer=None):
 
 # ---------------------------------------------------------------- the model
 
-def _weight_key(variable):
-    # Drop the model's own name ("ne_mo_t", "ne_mo_t_1", ...) so two instances match.
-    return variable.path.split("/", 1)[-1]
-
-
-def load_pretrained(model, path):
-    """Copy the weights of a saved model (``.keras``) into ``model`` by name and shape.
-
-    Weights the saved model lacks (e.g. output blocks it did not have) keep their
-    initial values. Returns ``(copied, missing)`` counts; an error when nothing matches.
-    """
-    source = keras.models.load_model(path, compile=False)
-    values = {_weight_key(v): v for v in source.weights}
-    copied = missing = 0
-    for variable in model.weights:
-        match = values.get(_weight_key(variable))
-        if match is not None and tuple(match.shape) == tuple(variable.shape):
-            variable.assign(match)
-            copied += 1
-        else:
-            missing += 1
-    if not copied:
-        raise ValueError(f"{path}: no weight matches the model being trained (different "
-                         "architecture?)")
-    return copied, missing
-
-
 def copy_output_block(model, source="lm", targets=("mqa", "gqa")):
     """Initialise output blocks ``targets`` with block ``source``'s weights (thesis §3.5.3)."""
     blocks = model.output_set.blocks
@@ -338,8 +304,6 @@ def copy_output_block(model, source="lm", targets=("mqa", "gqa")):
 
 def build_and_compile(cfg, strategy):
     """The model of ``cfg`` built and compiled in ``strategy.scope()``."""
-    from nemot.models.gpt2 import build
-
     with strategy.scope():
         model = build(cfg.model_name, cfg.model, gpt2=cfg.gpt2)
         if cfg.train.init_from:

@@ -58,17 +58,18 @@ def references(model, prompts):
 
 
 def test_cached_greedy_equals_full_recomputation_at_every_step(model, prompts, references):
-    # Stop on a token that prompt 1 generates at step 3 (and maybe others earlier):
-    # every example must stop at its own first occurrence and nowhere else.
-    stop = references[1][3]
-    assert stop not in references[1][:3]
+    # Stop on the first token that prompt 1 generates at step 2 or later and not before
+    # (others may generate it earlier): every example must stop at its own first
+    # occurrence and nowhere else.
+    step = next(k for k in range(2, MAX_NEW) if references[1][k] not in references[1][:k])
+    stop = references[1][step]
     generator = decoding.Generator(model, stop_token_ids=(stop,))
     results = generator(prompts, max_new_tokens=MAX_NEW)
     for i, (p, result) in enumerate(zip(prompts, results)):
         expected, stopped = greedy_by_recomputation(model, p, MAX_NEW, stop_ids=(stop,))
         assert result.ids == expected, f"prompt {i}"
         assert result.stopped == stopped, f"prompt {i}"
-    assert results[1].stopped and results[1].ids == references[1][:3]
+    assert results[1].stopped and results[1].ids == references[1][:step]
     # The long prompt only had room for 2 new tokens within max_text_length.
     assert results[3].ids == references[3] and len(references[3]) == 2
     # Without it (prompt 0 again in its place: same shapes, same compiled loop) the
@@ -174,12 +175,10 @@ def test_samplers_come_from_keras_hub(model):
         decoding.Generator(model, sampler=object())
 
 
-def test_models_without_a_cache_decode_greedily_by_recomputation(prompts):
-    from nemot.models.gpt2 import build_baseline
+def test_the_gpt2_baseline_decodes_through_the_same_cached_loop(prompts):
+    from nemot.models.baseline import build_baseline
 
     keras.utils.set_random_seed(5)
     baseline = build_baseline("tiny")
     expected = [greedy_by_recomputation(baseline, p, 4)[0] for p in prompts[:3]]
     assert decoding.generate(baseline, prompts[:3], max_new_tokens=4, batch_size=2) == expected
-    with pytest.raises(ValueError, match="no key/value cache; only greedy"):
-        decoding.generate(baseline, prompts[:1], sampler="top_k")

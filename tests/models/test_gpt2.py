@@ -1,4 +1,4 @@
-"""GPT-2 in NeMoT: loading the vanilla set, export, the GPT-2 baseline.
+"""GPT-2 in NeMoT: loading the vanilla set and exporting it.
 
 Every checkpoint is a tiny random one the tests write in the real formats
 (Hugging Face: config.json + model.safetensors; KerasHub: save_to_preset).
@@ -15,9 +15,8 @@ from safetensors.numpy import load_file
 
 import nemot
 from nemot import vocab
-from nemot.models import gpt2
+from nemot.models import gpt2, registry
 from nemot.models.nemot import NeMoT
-from nemot.training.losses import NeMoTLoss
 from tests.models.gpt2_checkpoint import TINY_GPT2, write_tiny_gpt2
 
 TINY = nemot.NeMoTConfig.preset("tiny")
@@ -90,7 +89,7 @@ def test_config_from_gpt2_takes_the_checkpoint_sizes(tiny_config):
     ("nemot", "hf_dir"), ("nemot", "keras_hub_dir"), ("gpt2_baseline", "hf_dir")])
 def test_vanilla_set_equals_keras_hub_gpt2(model_name, source, request):
     path = request.getfixturevalue(source)
-    model = gpt2.build(model_name, gpt2.config_from_gpt2(path, TINY), gpt2=path)
+    model = registry.build(model_name, gpt2.config_from_gpt2(path, TINY), gpt2=path)
     ids = padded_text_ids()
     expected, valid = keras_hub_output(path, ids)
     ours = keras.ops.convert_to_numpy(model.vanilla_set(ids))
@@ -220,152 +219,3 @@ def test_export_from_a_saved_nemot_checkpoint(loaded_nemot, tmp_path):
         np.testing.assert_array_equal(from_checkpoint[key], value, err_msg=key)
     with pytest.raises(ValueError, match="expected a model saved as a .keras file"):
         gpt2.export_vanilla_set(tmp_path / "nemot.weights.h5", tmp_path / "never")
-
-
-# ------------------------------------------------------------------ GPT-2 baseline
-
-
-@pytest.fixture(scope="module")
-def baseline(hf_dir):
-    return gpt2.build_baseline(None, gpt2=hf_dir, seed=0)
-
-
-def with_aux(text_ids, aux=AUX):
-    return np.concatenate([np.tile(np.asarray(aux, "int32"), (len(text_ids), 1)), text_ids], 1)
-
-
-def test_baseline_drops_the_auxiliary_tokens(baseline):
-    text = padded_text_ids()
-    logits = baseline({"token_ids": with_aux(text)})["logits"].numpy()
-    assert logits.shape == (3, 12, vocab.VOCAB_SIZE)
-    other_aux = [vocab.CLS_ID, vocab.ENC_ID, vocab.ADDED_TOKEN_IDS["<mqa>"]]
-    np.testing.assert_array_equal(logits, baseline({"token_ids": with_aux(text, other_aux)})["logits"])
-    direct = baseline.head(baseline.vanilla_set(text)).numpy()
-    np.testing.assert_allclose(logits, direct, atol=1e-5)
-
-
-def test_baseline_default_loss_is_l1_plus_point_two_l2(baseline):
-    baseline.compile(keras.optimizers.Adam(1e-3))
-    assert baseline.nemot_loss == NeMoTLoss(task_weight=1.0, lm_weight=0.2, vanilla_weight=0)
-    text = padded_text_ids()
-    rng = np.random.default_rng(5)
-    task = np.full(text.shape, vocab.IGNORE_ID, "int32")
-    task[:, 2:5] = rng.integers(0, vocab.VOCAB_SIZE, (3, 3))
-    lm = np.where(text != vocab.PAD_ID, rng.integers(0, vocab.VOCAB_SIZE, text.shape),
-                  vocab.IGNORE_ID).astype("int32")
-    y_pred = baseline({"token_ids": with_aux(text)})
-    loss = float(baseline.compute_loss(y={"task_targets": task, "lm_targets": lm},
-                                       y_pred=y_pred))
-
-    logits = y_pred["logits"].numpy().astype("float64")
-    log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1,
-                                keepdims=True)) - logits.max(-1, keepdims=True)
-
-    def mean_ce(targets):
-        rows, cols = np.nonzero(targets != vocab.IGNORE_ID)
-        return -log_probs[rows, cols, targets[rows, cols]].mean()
-
-    assert loss == pytest.approx(mean_ce(task) + 0.2 * mean_ce(lm), rel=1e-5)
-    assert set(baseline._loss_term_trackers) == {"task", "lm"}
-    assert float(baseline._loss_term_trackers["lm"].result()) == pytest.approx(mean_ce(lm),
-                                                                               rel=1e-5)
-
-
-def memorise_examples():
-    """Two QA examples in the unified layout; targets from <sep> on and LM targets."""
-    p1, q, sep, end = vocab.P1_ID, vocab.Q_ID, vocab.SEP_ID, vocab.END_ID
-    texts = [[p1, 11, 12, 13, q, 14, 15, sep, 21, 22, end],
-             [p1, 31, 32, q, 33, sep, 41, end]]
-    n = 14
-    ids = np.full((2, n), vocab.PAD_ID, "int32")
-    task = np.full((2, n), vocab.IGNORE_ID, "int32")
-    lm = np.full((2, n), vocab.IGNORE_ID, "int32")
-    for row, text in enumerate(texts):
-        ids[row, :len(text)] = text
-        lm[row, :len(text) - 1] = text[1:]
-        start = text.index(sep)
-        task[row, start:len(text) - 1] = text[start + 1:]
-    return texts, with_aux(ids), {"task_targets": task, "lm_targets": lm}
-
-
-def test_baseline_trains_and_decodes_greedily():
-    keras.utils.set_random_seed(0)
-    model = gpt2.build_baseline("tiny")
-    model.compile(keras.optimizers.Adam(1e-2))
-    texts, x, y = memorise_examples()
-    history = model.fit({"token_ids": x}, y, batch_size=2, epochs=40, verbose=0).history
-    assert "vanilla_loss" not in history
-    assert history["loss"][-1] < 0.2 * history["loss"][0]
-    assert history["task_loss"][-1] < history["task_loss"][0]
-
-    prompts = np.full((2, 3 + 8), vocab.PAD_ID, "int32")
-    for row, text in enumerate(texts):
-        prompt = text[:text.index(vocab.SEP_ID) + 1]
-        prompts[row, :3 + len(prompt)] = AUX + prompt
-    generated = gpt2.greedy_decode(model, prompts, max_new_tokens=6)
-    assert generated == [[21, 22, vocab.END_ID], [41, vocab.END_ID]]
-
-
-def test_greedy_decode_rejects_bad_prompts(baseline):
-    ids = with_aux(np.array([[vocab.PAD_ID, 464, 3290]], "int32"))
-    with pytest.raises(ValueError, match="row 0: <pad> before a non-pad token"):
-        gpt2.greedy_decode(baseline, ids, 2)
-    limit = 3 + baseline.config.max_text_length
-    too_long = with_aux(np.full((1, limit - 2), 464, "int32"))
-    with pytest.raises(ValueError, match=f"token_ids has {limit + 1} positions; the model "
-                                         f"takes at most {limit}"):
-        gpt2.greedy_decode(baseline, too_long, 2)
-
-
-def test_greedy_decode_stops_at_the_text_length(baseline):
-    """A prompt that fills the text positions gets nothing; the other rows go on."""
-    n = baseline.config.max_text_length
-    ids = np.full((2, n), 464, "int32")
-    ids[1, 4:] = vocab.PAD_ID
-    generated = gpt2.greedy_decode(baseline, with_aux(ids), max_new_tokens=3)
-    assert generated[0] == []
-    assert 1 <= len(generated[1]) <= 3
-    logits = baseline({"token_ids": with_aux(ids[1:, :4])})["logits"].numpy()
-    assert generated[1][0] == int(np.argmax(logits[0, 3]))
-
-
-def test_baseline_is_serialisable(baseline, tmp_path):
-    clone = gpt2.GPT2Baseline.from_config(baseline.get_config())
-    assert clone.config == baseline.config
-    path = tmp_path / "baseline.keras"
-    baseline.save(path)
-    loaded = keras.saving.load_model(path, compile=False)
-    assert isinstance(loaded, gpt2.GPT2Baseline)
-    x = {"token_ids": with_aux(padded_text_ids())}
-    np.testing.assert_allclose(loaded(x)["logits"], baseline(x)["logits"], atol=1e-6)
-
-
-def test_baseline_parameter_counts(baseline):
-    d, v, p, ff = D, vocab.VOCAB_SIZE, TINY_GPT2["n_positions"], 4 * D
-    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 4 * d
-    counts = gpt2.baseline_parameter_breakdown(baseline)
-    assert counts["vanilla_set"] == v * d + p * d + LAYERS * layer + 2 * d
-    assert counts["head"] == d * v + v
-    assert counts["total"] == baseline.count_params()
-
-
-def test_gpt2_medium_baseline_count():
-    """The one thesis-size test: GPT-2 Medium's published 354,823,168 + 56 rows + head."""
-    counts = gpt2.baseline_parameter_breakdown(gpt2.build_baseline("gpt2_medium"))
-    added_rows = (vocab.VOCAB_SIZE - vocab.GPT2_VOCAB_SIZE) * 1024
-    assert counts["vanilla_set"] == 354_823_168 + added_rows
-    assert counts["head"] == 1024 * vocab.VOCAB_SIZE + vocab.VOCAB_SIZE
-
-
-def test_baseline_config_file_matches_the_preset():
-    path = REPO / "configs" / "baseline" / "gpt2_medium.toml"
-    assert nemot.NeMoTConfig.from_file(path) == gpt2.baseline_config("gpt2_medium")
-
-
-def test_model_factory():
-    assert isinstance(gpt2.build("nemot", TINY), NeMoT)
-    assert isinstance(gpt2.build("gpt2_baseline", TINY), gpt2.GPT2Baseline)
-    with pytest.raises(ValueError, match="expected one of \\('nemot', 'gpt2_baseline'\\)"):
-        gpt2.build("bert", TINY)
-    with pytest.raises(ValueError, match="unknown baseline preset 'gpt3'"):
-        gpt2.build_baseline("gpt3")

@@ -17,7 +17,7 @@ from nemot.training import NeMoTLoss, synthetic, trainer
 def _fit(train, n, steps, rate):
     keras.utils.set_random_seed(0)
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
-                                                      dropout=0.0)
+                                                      dropout=0.0, vanilla_attention_dropout=0.0)
     model = nemot.build_model(config)
     model.compile(keras.optimizers.Adam(rate), loss=NeMoTLoss(vanilla_weight=0))
     dataset = pipelines.examples_dataset(train, batch_size=32, max_text_length=n, seed=0)

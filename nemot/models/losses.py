@@ -12,19 +12,20 @@ w = (1, 0.2, 0.5) by default:
 Each term is the summed cross-entropy over its target positions divided by
 its own count of target tokens over the **global** batch: under a
 ``tf.distribute`` strategy the counts are all-reduced, so the loss and the
-(summed) gradients equal single-device training on the same global batch.
+(summed) gradients equal single-device training on the same global batch (on
+JAX, ``keras.distribution`` computes the loss on the global batch already).
 Targets equal to ``nemot.vocab.IGNORE_ID`` do not count.
+
+The loss lives with the models (as KerasHub keeps a task's default loss with the
+task model): ``model.compile(optimizer)`` uses the model's ``default_loss``.
 """
 
 import dataclasses
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from nemot import vocab
-
-TERMS = ("task", "lm", "vanilla")
 
 
 def masked_cross_entropy(targets, logits):
@@ -38,15 +39,25 @@ def masked_cross_entropy(targets, logits):
     return ops.sum(ce * valid), ops.sum(valid)
 
 
-def _replicas_in_sync():
-    return tf.distribute.get_strategy().num_replicas_in_sync
+def _replica_context():
+    """The ``tf.distribute`` replica context with more than one replica, else None."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return None
+    return context
 
 
 def global_sum(value):
     """Sum ``value`` over all replicas when called inside a replica context."""
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
+    context = _replica_context()
+    if context is None:
         return value
+    import tensorflow as tf
+
     return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
@@ -63,6 +74,11 @@ class NeMoTLoss:
     task_weight: float = 1.0
     lm_weight: float = 0.2
     vanilla_weight: float = 0.5
+
+    def weights(self):
+        """``{"task": w1, "lm": w2, "vanilla": w3}``."""
+        return {"task": self.task_weight, "lm": self.lm_weight,
+                "vanilla": self.vanilla_weight}
 
     def terms(self, y, y_pred):
         """Per-replica contributions ``{term: sum / global count}`` of the active terms."""
@@ -98,17 +114,21 @@ def _track(model, values):
     trackers = getattr(model, "_loss_term_trackers", None)
     if trackers is None:
         return
-    replicas = _replicas_in_sync()
+    context = _replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
     for name, value in values.items():
         # Each replica holds sum/global_count; the metric averages replicas.
         trackers[name].update_state(value * replicas)
 
 
 class CombinedLossMixin:
-    """``compile``/``compute_loss`` with a ``NeMoTLoss`` and one metric per loss term.
+    """``compile``/``compute_loss`` with a ``NeMoTLoss`` and one metric per active term.
 
-    A model sets ``loss_terms`` (the terms it can produce) and
-    ``default_loss``, and calls ``_init_loss_terms()`` in ``__init__``.
+    A model sets ``loss_terms`` (the terms it can produce) and ``default_loss``, and
+    calls ``_init_loss_terms()`` in ``__init__``. ``compile`` records which terms are
+    active: only their metrics are logged, and the model may skip outputs no active
+    term reads (:meth:`needs_output`). The loss is part of the compile config, so a
+    model loaded from a ``.keras`` file is compiled as it was saved and can ``fit`` on.
     """
 
     loss_terms = ("task", "lm", "vanilla")
@@ -121,14 +141,49 @@ class CombinedLossMixin:
         }
 
     def compile(self, optimizer="adam", loss=None, **kwargs):
-        """``loss`` is a ``nemot.training.NeMoTLoss`` (default: ``default_loss``)."""
-        self.nemot_loss = loss if loss is not None else self.default_loss
+        """``loss`` is a :class:`NeMoTLoss` (default: the model's ``default_loss``)."""
+        loss = loss if loss is not None else self.default_loss
+        if not isinstance(loss, NeMoTLoss):
+            raise TypeError(f"loss={loss!r}: expected a nemot NeMoTLoss (its weights switch "
+                            "the three terms of thesis eq. 3.17)")
+        self.nemot_loss = loss
+        self._on_compile_loss(loss)
         super().compile(optimizer=optimizer, **kwargs)
+
+    def _on_compile_loss(self, loss):
+        """Hook for models whose layers depend on the active terms."""
+
+    def needs_output(self, term):
+        """Whether the compiled loss reads ``term``'s output (True before compile)."""
+        return self.nemot_loss is None or bool(self.nemot_loss.weights()[term])
+
+    @property
+    def metrics(self):
+        inactive = [tracker for term, tracker in self._loss_term_trackers.items()
+                    if not self.needs_output(term)]
+        return [m for m in super().metrics if all(m is not t for t in inactive)]
+
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        if config and self.nemot_loss is not None:
+            config["nemot_loss"] = dataclasses.asdict(self.nemot_loss)
+        return config
+
+    def compile_from_config(self, config):
+        from keras.src.saving import serialization_lib
+
+        config = dict(config)
+        loss = config.pop("nemot_loss", None)
+        config.pop("loss", None)
+        config = serialization_lib.deserialize_keras_object(config)
+        self.compile(loss=NeMoTLoss(**loss) if loss else None, **config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.nemot_loss is None:
             raise ValueError("compile the model first: model.compile(optimizer, "
-                             "loss=nemot.training.NeMoTLoss(...))")
+                             "loss=nemot.NeMoTLoss(...))")
         total = self.nemot_loss(y, y_pred, tracker=self)
         if self.losses:
             from keras.src.losses.loss import scale_loss_for_distribution
