@@ -233,7 +233,7 @@ def drop_f1(prediction, golds):
 
     Args:
         prediction: a string or a list of predicted spans. A string scored against a
-            multi-part gold is split at the commas the targets join parts with
+            multi-part gold is split at the ", " the targets join parts with
             (``"Traci, Gibson"`` -> ``["Traci", "Gibson"]``: the model is trained to
             write a k-part answer as its parts joined by ``", "``); against a one-part
             gold it is one span. So a prediction equal to the target scores 1.
