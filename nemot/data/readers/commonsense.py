@@ -86,7 +86,8 @@ def _hub(name, config, split, to_example, label_of):
 
 
 def read_piqa_hub(split):
-    """PIQA from the hub (``ybisk/piqa``: ``goal``, ``sol1``, ``sol2``, ``label`` 0/1, -1 in test)."""
+    """PIQA from the hub (``ybisk/piqa``: ``goal``, ``sol1``, ``sol2``, ``label`` 0/1, -1 in
+    test)."""
     return _hub("ybisk/piqa", None, split, piqa_example,
                 lambda row: None if row["label"] < 0 else row["label"])
 
