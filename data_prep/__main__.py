@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import sys
 
 import data_prep
 
@@ -29,6 +30,17 @@ def main(argv=None):
         p.add_argument("--tokenizer", default=None,
                        help="Hugging Face/KerasHub GPT-2 tokenizer directory (default: offline GPT-2)")
     args = parser.parse_args(argv)
+    from nemot.data import DataError
+
+    try:
+        _run(args)
+    except DataError as err:
+        # A bad raw file is the user's data, not a bug: one line naming file, line and field.
+        print(f"python -m data_prep: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _run(args):
     if args.command == "qa":
         from nemot.data import Tokenizer
 

@@ -58,6 +58,7 @@ NUM_AUX = 3
 # Pool draws are made in blocks of this many positions, so resuming recounts cheaply.
 POOL_BLOCK = 65536
 _POOL_TAG = 7919  # keeps the pool's dataset draws apart from the per-dataset permutations
+_ANSWER_TAG = 104729  # keeps the per-epoch answer choice apart from the permutations
 
 
 # ---------------------------------------------------------------- batching and distribution
@@ -226,6 +227,7 @@ def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
     if task_token is not None:
         aux[2] = vocab.task_token_id(task_token)
     names = {v: k for k, v in vocab.ADDED_TOKEN_IDS.items()}
+    one_answer = registry.get(name).train_answers == "one"
     examples = []
     for path in paths:
         for i, ex in enumerate(data_prep.read_qa_shard(path)):
@@ -242,7 +244,9 @@ def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
                 text=tokenizer.decode(token_ids[NUM_AUX:]) if tokenizer else "",
                 token_ids=token_ids, task_targets=ex["task_targets"].tolist(),
                 lm_targets=ex["lm_targets"].tolist(), prompt_ids=ex["prompt_ids"].tolist(),
-                golds=ex["golds"], label=ex["label"]))
+                golds=ex["golds"], label=ex["label"],
+                # expand_answers' "{question}#{k}" ids: the question's alternative answers
+                group=ex["id"].rpartition("#")[0] if one_answer and "#" in ex["id"] else None))
     return examples
 
 
@@ -255,6 +259,7 @@ def load_formatted(name, split, *, data_dir, max_text_length=MAX_TEXT_LENGTH, ta
     through the registry; ``data_dir=None`` loads from the hub (needs the network).
     ``decode`` fills ``text`` of shard examples (for evaluation reports).
     """
+    split = registry.resolve_split(name, split)
     if data_dir is not None:
         if not Path(data_dir).is_dir():
             raise FileNotFoundError(f"{name}: data directory {data_dir} does not exist")
@@ -311,6 +316,41 @@ def epoch_indices(size, seed_key, start=0, shuffle=True, repeat=True):
         i, epoch = 0, epoch + 1
 
 
+def example_units(examples):
+    """Row indices of each training unit: one per example, except that the examples of
+    one ``group`` (alternative answers of one question, NarrativeQA) form one unit."""
+    units, where = [], {}
+    for i, ex in enumerate(examples):
+        if ex.group is None:
+            units.append([i])
+        elif ex.group in where:
+            units[where[ex.group]].append(i)
+        else:
+            where[ex.group] = len(units)
+            units.append([i])
+    return units
+
+
+def epoch_length(formatted_examples):
+    """Examples in one training epoch: one per unit (:func:`example_units`)."""
+    return len(example_units(formatted_examples))
+
+
+def training_rows(units, seed_key, start=0, shuffle=True, repeat=True):
+    """Row indices from position ``start``: epoch ``e`` visits the units in
+    :func:`epoch_indices` order; a unit of several rows gives one of them, drawn with
+    ``default_rng([*seed_key, _ANSWER_TAG, e, unit])`` (seed, epoch and question)."""
+    for position, u in enumerate(epoch_indices(len(units), seed_key, start, shuffle, repeat),
+                                 int(start)):
+        rows = units[u]
+        if len(rows) > 1:
+            epoch = position // len(units)
+            rng = np.random.default_rng([*seed_key, _ANSWER_TAG, epoch, u])
+            yield rows[int(rng.integers(len(rows)))]
+        else:
+            yield rows[0]
+
+
 # ---------------------------------------------------------------- QA datasets
 
 def examples_dataset(formatted_examples, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
@@ -326,12 +366,13 @@ def examples_dataset(formatted_examples, *, batch_size, max_text_length=MAX_TEXT
         >>> ds = examples_dataset(fmt.format_batch(examples), batch_size=4, max_text_length=32)  # doctest: +SKIP
     """
     arrays = example_arrays(formatted_examples, max_text_length, pos_tagger)
+    units = example_units(formatted_examples)
 
     def make_batches():
-        order = epoch_indices(len(arrays[0]), (seed,), start_batch * batch_size, shuffle, repeat)
+        order = training_rows(units, (seed,), start_batch * batch_size, shuffle, repeat)
         return batches((tuple(a[k] for a in arrays) for k in order), batch_size, input_context)
 
-    rows = None if repeat else max(len(arrays[0]) - start_batch * batch_size, 0)
+    rows = None if repeat else max(len(units) - start_batch * batch_size, 0)
     return _to_dataset(make_batches, batch_size, max_text_length, input_context,
                        pos_tags=pos_tagger is not None, rows=rows)
 
@@ -467,17 +508,17 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
     missing = [name for name in names if name not in dirs]
     if missing:
         raise ValueError(f"data_dir has no directory for {missing}")
-    arrays = [example_arrays(load_formatted(name, split, data_dir=dirs[name],
-                                            max_text_length=max_text_length,
-                                            task_token=tokens[name], mode=mode,
-                                            mqa_mode=mqa_mode, tokenizer=tokenizer),
-                             max_text_length, pos_tagger)
-              for name in names]
+    formatted = [load_formatted(name, split, data_dir=dirs[name], max_text_length=max_text_length,
+                                task_token=tokens[name], mode=mode, mqa_mode=mqa_mode,
+                                tokenizer=tokenizer)
+                 for name in names]
+    arrays = [example_arrays(f, max_text_length, pos_tagger) for f in formatted]
+    units = [example_units(f) for f in formatted]
 
     def make_batches():
         start = start_batch * batch_size
         counts = _pool_counts(len(names), seed, start)
-        orders = [epoch_indices(len(a[0]), (seed, d), counts[d]) for d, a in enumerate(arrays)]
+        orders = [training_rows(units[d], (seed, d), counts[d]) for d in range(len(names))]
 
         def rows():
             for d in pool_choices(len(names), seed, start):

@@ -22,21 +22,33 @@ import string
 
 from rouge_score import rouge_scorer
 
+from nemot.data.format import PART_SEPARATOR, join_answer
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
 
-def _gold_list(golds):
-    """``golds`` as a non-empty list of strings; a clear error otherwise."""
+def _alternatives(golds):
+    """``golds`` as a non-empty list of alternatives, each a string or a tuple of parts."""
     if isinstance(golds, str):
         return [golds]
     golds = list(golds)
     if not golds:
         raise ValueError("golds is an empty list: give at least one gold answer (use '' for 'no answer')")
     for index, gold in enumerate(golds):
-        if not isinstance(gold, str):
-            raise TypeError(f"golds[{index}] is {type(gold).__name__}, expected str")
+        if isinstance(gold, (list, tuple)) and gold and all(isinstance(p, str) for p in gold):
+            golds[index] = tuple(gold)
+        elif not isinstance(gold, str):
+            raise TypeError(f"golds[{index}] is {type(gold).__name__}, expected str or a "
+                            "non-empty list of string parts (a multi-part answer)")
     return golds
+
+
+def _gold_list(golds):
+    """``golds`` as a non-empty list of strings; a multi-part answer (a tuple of parts)
+    counts as its text, the parts joined as the model is trained to write them."""
+    return [join_answer(gold) if isinstance(gold, tuple) else gold
+            for gold in _alternatives(golds)]
 
 
 def _check_prediction(prediction):
@@ -203,6 +215,9 @@ def _best_assignment_total(scores):
 
 
 def _drop_f1_single(prediction, gold):
+    if isinstance(prediction, str) and not isinstance(gold, str) and len(gold) > 1:
+        # A text answer to a multi-part gold is read as the parts it was trained to list.
+        prediction = prediction.split(PART_SEPARATOR)
     predicted_bags = _answer_to_bags(prediction)[1]
     gold_bags = _answer_to_bags(gold)[1]
     scores = [
@@ -217,9 +232,14 @@ def drop_f1(prediction, golds):
     """Official DROP F1 (drop_eval.py): bag-of-spans alignment with number matching.
 
     Args:
-        prediction: a string (one span) or a list of predicted spans.
+        prediction: a string or a list of predicted spans. A string scored against a
+            multi-part gold is split at the ", " the targets join parts with
+            (``"Traci, Gibson"`` -> ``["Traci", "Gibson"]``: the model is trained to
+            write a k-part answer as its parts joined by ``", "``); against a one-part
+            gold it is one span. So a prediction equal to the target scores 1.
         golds: a gold answer string, or a list of alternative gold answers, each
-            a string (one span) or a list/tuple of spans (a multi-span answer).
+            a string (one span) or a list/tuple of spans (a multi-part answer:
+            Quoref's answer list, DROP's ``spans``).
             DROP's gold answers are a number, a date ``"day month year"`` or
             spans (see :func:`drop_answer_strings`).
 
@@ -230,30 +250,23 @@ def drop_f1(prediction, golds):
     rounded to 2 decimals, and the best alternative gold is taken. As in
     drop_eval, alternatives whose first span is blank are skipped (0 if none is left).
     """
-    if isinstance(golds, str):
-        golds = [golds]
-    golds = list(golds)
-    if not golds:
-        raise ValueError("golds is an empty list: give at least one gold answer")
+    golds = _alternatives(golds)
     # drop_eval skips alternatives whose first span is blank; none left scores 0.
     usable = [g for g in golds if (g if isinstance(g, str) else (list(g) or [""])[0]).strip()]
     return max((_drop_f1_single(prediction, gold) for gold in usable), default=0.0)
 
 
 def drop_answer_strings(answer):
-    """A DROP answer dict (``number`` / ``date`` / ``spans``) as a tuple of span strings.
+    """A DROP answer dict (``number`` / ``date`` / ``spans``) as a tuple of span strings,
+    exactly as the DROP reader reads it (a date's empty parts left out: ``("1615",)``).
 
     >>> drop_answer_strings({"number": "", "date": {"day": "", "month": "", "year": ""}, "spans": ["x", "y"]})
     ('x', 'y')
     """
-    if answer.get("number"):
-        return (str(answer["number"]),)
-    if answer.get("spans"):
-        return tuple(answer["spans"])
-    if "date" in answer:
-        date = answer["date"]
-        return (" ".join(str(date.get(key, "")) for key in ("day", "month", "year")),)
-    raise ValueError(f"DROP answer {answer!r} has none of the fields 'number', 'spans', 'date'")
+    from nemot.data.readers.drop import answer_parts  # the reader's rule, in one place
+
+    answer = answer_parts(answer, "DROP answer", None)
+    return (answer,) if isinstance(answer, str) else answer
 
 
 # --- registry and aggregation ------------------------------------------------

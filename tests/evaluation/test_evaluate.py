@@ -125,7 +125,8 @@ def test_wikitext_perplexity(checkpoint, model, raw, tok, tmp_path):
     data_dir.mkdir()
     article = " ".join(f"The bean number {i} grew tall in the sun ." for i in range(8))
     (data_dir / "wiki.test.tokens").write_text(
-        f" = Bean = \n {article} \n = = Sub = = \n It grew . \n = Rose = \n A rose . \n")
+        f" \n = Bean = \n \n {article} \n \n = = Sub = = \n \n It grew . \n \n = Rose = \n \n"
+        " A rose . \n")  # the published layout: headings stand between blank lines
     out = tmp_path / "out"
     run("--checkpoint", checkpoint, "--dataset", "wikitext2", "--split", "test",
         "--data-dir", data_dir, "--out", out, "--window", 32, 4)

@@ -96,8 +96,29 @@ def test_drop_answer_strings():
     assert metrics.drop_answer_strings(
         {"number": "", "date": {"day": "3", "month": "May", "year": "1990"}, "spans": []}
     ) == ("3 May 1990",)
+    # A year-only date is the year, as the DROP reader reads it (not "  1615").
+    assert metrics.drop_answer_strings(
+        {"number": "", "date": {"day": "", "month": "", "year": "1615"}, "spans": []}) == ("1615",)
     with pytest.raises(ValueError, match="number"):
         metrics.drop_answer_strings({"answer": "x"})
+
+
+def test_multi_part_golds_are_one_answer():
+    # Quoref's "Traci" + "Gibson": a partial prediction is half right with the official rule.
+    gold = [("Traci", "Gibson")]
+    assert metrics.drop_f1("Traci", gold) == 0.5
+    # A text prediction is read as the parts the target lists ("Traci, Gibson").
+    assert metrics.drop_f1("Traci, Gibson", gold) == 1.0
+    assert metrics.drop_f1("Gibson, Traci", [["Traci", "Gibson"]]) == 1.0
+    # Against a one-part gold a comma stays inside the one span.
+    assert metrics.drop_f1("Boston, Massachusetts", "Boston, Massachusetts") == 1.0
+    # One country of a five-country answer: 0.2, not 1.0.
+    countries = [("France", "Spain", "Italy", "Greece", "Malta")]
+    assert metrics.drop_f1("Spain", countries) == 0.2
+    # SQuAD F1 and ROUGE-L see a multi-part gold as its text.
+    assert metrics.f1("Traci", gold) == pytest.approx(2 / 3)
+    assert metrics.rouge_l("Traci Gibson", gold) == 1.0
+    assert metrics.score("drop_f1", ["Traci", "Traci, Gibson"], [gold, gold]) == 0.75
 
 
 def test_aggregate_by_subset_race_and_arc():
