@@ -43,9 +43,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-import data_prep
 from nemot import vocab
-from nemot.data import c4, registry
+from nemot.vocab import NUM_AUX
+from nemot.data import c4, registry, shards
 from nemot.data.format import MAX_TEXT_LENGTH, DataError, FormattedExample, Formatter
 # pos_tagger_for is re-exported: the trainer picks a model's tagger with it.
 from nemot.data.pos_tags import POS_PAD_ID, pad_pos_tags, pos_tagger_for  # noqa: F401
@@ -54,7 +54,6 @@ from nemot.data.tokenizer import Tokenizer
 
 logger = logging.getLogger(__name__)
 
-NUM_AUX = 3
 # Pool draws are made in blocks of this many positions, so resuming recounts cheaply.
 POOL_BLOCK = 65536
 _POOL_TAG = 7919  # keeps the pool's dataset draws apart from the per-dataset permutations
@@ -216,21 +215,15 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
 
 # ---------------------------------------------------------------- QA sources
 
-def qa_shard_paths(directory, name, split):
-    """QA shards ``{name}-{split}-*-of-*.npz`` of ``python -m data_prep qa`` in ``directory``."""
-    return sorted(Path(directory).glob(f"{name}-{split}-[0-9]*-of-[0-9]*.npz"))
-
-
 def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
     """FormattedExamples of QA shards; ``mode``/``task_token`` replace the stored aux tokens."""
-    aux = {1: vocab.ADDED_TOKEN_IDS[f"<{mode}>"]}
+    aux = {vocab.MODE_POSITION: vocab.mode_id(mode)}
     if task_token is not None:
-        aux[2] = vocab.task_token_id(task_token)
-    names = {v: k for k, v in vocab.ADDED_TOKEN_IDS.items()}
+        aux[vocab.TASK_POSITION] = vocab.task_token_id(task_token)
     one_answer = registry.get(name).train_answers == "one"
     examples = []
     for path in paths:
-        for i, ex in enumerate(data_prep.read_qa_shard(path)):
+        for i, ex in enumerate(shards.read_qa_shard(path)):
             token_ids = ex["token_ids"].tolist()
             if len(token_ids) - NUM_AUX > max_text_length:
                 raise DataError(path, f"example {i} ({ex['id']})", "token_ids",
@@ -240,7 +233,7 @@ def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
             for position, token in aux.items():
                 token_ids[position] = token
             examples.append(FormattedExample(
-                id=ex["id"], dataset=name, subset=None, task=names[token_ids[2]][1:-1],
+                id=ex["id"], dataset=name, subset=None, task=vocab.block_name(vocab.token_name(token_ids[vocab.TASK_POSITION])),
                 text=tokenizer.decode(token_ids[NUM_AUX:]) if tokenizer else "",
                 token_ids=token_ids, task_targets=ex["task_targets"].tolist(),
                 lm_targets=ex["lm_targets"].tolist(), prompt_ids=ex["prompt_ids"].tolist(),
@@ -263,7 +256,7 @@ def load_formatted(name, split, *, data_dir, max_text_length=MAX_TEXT_LENGTH, ta
     if data_dir is not None:
         if not Path(data_dir).is_dir():
             raise FileNotFoundError(f"{name}: data directory {data_dir} does not exist")
-        paths = qa_shard_paths(data_dir, name, split)
+        paths = shards.qa_shard_paths(data_dir, name, split)
         if paths:
             return _from_shards(paths, name, mode, task_token, max_text_length,
                                 (tokenizer or Tokenizer()) if decode else None)
@@ -448,18 +441,9 @@ def check_task_tokens(dataset_task_tokens, config):
     Example:
         >>> check_task_tokens({"race": "lm"}, NeMoTConfig.preset("tiny"))   # doctest: +SKIP
     """
-    blocks = tuple(config.output_blocks)
-    missing = {}
     for name, token in dict(dataset_task_tokens).items():
-        block = token[1:-1] if token.startswith("<") and token.endswith(">") else token
-        vocab.task_token_id(block)
-        if block not in blocks:
-            missing[name] = vocab.task_token(block)
-    if missing:
-        listed = ", ".join(f"{name} -> {token}" for name, token in missing.items())
-        raise ValueError(f"task token(s) without an output block: {listed}; the model's "
-                         f"output_blocks are {list(blocks)} (add the block to the config or "
-                         "choose another task token)")
+        vocab.check_aux_tokens([vocab.aux_ids("dec", token)], config.output_blocks,
+                               where=f"dataset {name}")
 
 
 def pool_choices(num_datasets, seed, start=0):

@@ -4,7 +4,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import data_prep
+from nemot.data import prepare
 from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.data import DataError, Formatter, registry
@@ -68,7 +68,7 @@ def test_targets_are_next_inputs_exactly_where_they_count(raw_dirs, tok, name, m
 
 
 def test_qa_shards_give_the_same_batches_as_raw_files(raw_dirs, tmp_path, tok):
-    data_prep.prepare_qa("race", "train", raw_dirs["race"], tmp_path, tokenizer=tok,
+    prepare.prepare_qa("race", "train", raw_dirs["race"], tmp_path, tokenizer=tok,
                          max_text_length=N)
     for task_token in (None, "lm"):
         kwargs = dict(batch_size=3, max_text_length=N, seed=4, task_token=task_token,
@@ -134,7 +134,7 @@ def test_eval_examples_keep_one_example_per_question_with_all_golds(raw_dirs, tm
     assert all(e.prompt_ids[-1] == vocab.SEP_ID for e in examples)
     assert len(eval_examples("squad_v2", "dev", data_dir=raw_dirs["squad_v2"], limit=1,
                              tokenizer=tok)) == 1
-    data_prep.prepare_qa("squad_v2", "dev", raw_dirs["squad_v2"], tmp_path, tokenizer=tok,
+    prepare.prepare_qa("squad_v2", "dev", raw_dirs["squad_v2"], tmp_path, tokenizer=tok,
                          max_text_length=N)
     from_shards = eval_examples("squad_v2", "dev", data_dir=tmp_path, max_text_length=N,
                                 tokenizer=tok)
@@ -187,7 +187,8 @@ def test_task_tokens_are_checked_against_the_output_blocks():
     config = NeMoTConfig.preset("tiny")  # blocks lm, mqa, gqa
     check_task_tokens(dataset_task_tokens(SEED_DATASETS), config)
     check_task_tokens({"c4": "lm", "race": "<lm>"}, config)
-    with pytest.raises(ValueError, match=r"race -> <pmqa>.*\['lm', 'mqa', 'gqa'\]"):
+    with pytest.raises(ValueError, match=r"dataset race row 0: <pmqa> at auxiliary position 2 "
+                                         r".*output blocks \['lm', 'mqa', 'gqa'\]"):
         check_task_tokens({"race": "pmqa", "boolq": "gqa"}, config)
     with pytest.raises(ValueError, match="no task token"):
         check_task_tokens({"race": "nonsense"}, config)
