@@ -20,6 +20,8 @@ array              dtype   content
 ``example_ids``    str     ``[N]``
 ``golds``          str     ``[N]`` JSON list of the gold answers of each example (a
                            multi-part answer is a list of its parts)
+``subsets``        str     ``[N]`` the example's subset (RACE middle/high, ARC easy/
+                           challenge) or ``""``; shards written before it have none
 =================  ======  ===========================================================
 
 **C4 shards**: one per input file, ``{out}/c4-train.XXXXX-of-01024.npz`` with ``ids``
@@ -83,7 +85,8 @@ def write_qa_shard(path, formatted):
         prompt_offsets=prompt_offsets,
         labels=np.array([-1 if f.label is None else f.label for f in formatted], np.int32),
         example_ids=np.array([f.id for f in formatted], dtype=str),
-        golds=np.array([json.dumps(list(f.golds)) for f in formatted], dtype=str))
+        golds=np.array([json.dumps(list(f.golds)) for f in formatted], dtype=str),
+        subsets=np.array([f.subset or "" for f in formatted], dtype=str))
 
 
 def read_qa_shard(path):
@@ -94,10 +97,11 @@ def read_qa_shard(path):
         lm_targets = unflatten(z["lm_targets"], z["target_offsets"])
         prompt_ids = unflatten(z["prompt_ids"], z["prompt_offsets"])
         labels, ids, golds = z["labels"], z["example_ids"], z["golds"]
+        subsets = z["subsets"] if "subsets" in z.files else [""] * len(ids)
     return [{"id": str(ids[i]), "token_ids": token_ids[i], "task_targets": task_targets[i],
              "lm_targets": lm_targets[i], "prompt_ids": prompt_ids[i],
              "label": None if labels[i] < 0 else int(labels[i]),
-             "golds": tuple(json.loads(golds[i]))}
+             "golds": tuple(json.loads(golds[i])), "subset": str(subsets[i]) or None}
             for i in range(len(ids))]
 
 
