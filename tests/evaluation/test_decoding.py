@@ -174,12 +174,23 @@ def test_samplers_come_from_keras_hub(model):
         decoding.Generator(model, sampler=object())
 
 
-def test_models_without_a_cache_decode_greedily_by_recomputation(prompts):
+def test_models_without_a_cache_decode_greedily_by_recomputation(model, prompts, references):
     from nemot.models.gpt2 import build_baseline
 
     keras.utils.set_random_seed(5)
     baseline = build_baseline("tiny")
-    expected = [greedy_by_recomputation(baseline, p, 4)[0] for p in prompts[:3]]
-    assert decoding.generate(baseline, prompts[:3], max_new_tokens=4, batch_size=2) == expected
+    assert decoding.has_cache(model) and not decoding.has_cache(baseline)
+    expected = [greedy_by_recomputation(baseline, p, 4)[0] for p in prompts]
+    assert decoding.generate(baseline, prompts, max_new_tokens=4, batch_size=3) == expected
+    # The prompt 2 short of the window stops at its end.
+    assert len(expected[3]) == 2
     with pytest.raises(ValueError, match="no key/value cache; only greedy"):
         decoding.generate(baseline, prompts[:1], sampler="top_k")
+
+
+def test_recomputation_is_what_the_cache_reproduces(model, prompts, references):
+    assert decoding.generate_by_recomputation(model, prompts, MAX_NEW, stop_token_ids=()) == references
+    stop = references[1][3]
+    stopped = decoding.generate_by_recomputation(model, prompts, MAX_NEW, stop_token_ids=(stop,))
+    # Each example ends before its own first stop token, nowhere else.
+    assert stopped == [ref[:ref.index(stop)] if stop in ref else ref for ref in references]
