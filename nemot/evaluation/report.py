@@ -13,11 +13,12 @@ more metrics of :mod:`nemot.evaluation.metrics` and writes, into one folder,
 a table laid out like thesis Tables 3.4/3.7/3.8 with the thesis' rows beneath ours.
 :func:`write_lm_report` does the same for zero-shot perplexity (Table 3.1).
 
-Where the thesis computed a metric with another implementation than nemot's
-default (ROUGE-L: the ``rouge`` package, not ``rouge-score``;
-:data:`nemot.evaluation.thesis_numbers.THESIS_IMPLEMENTATIONS`), the report
-scores both and gives each its own column, the thesis' rows in the column of the
-implementation that produced them, and a note under the table says which is which.
+Where the thesis' rows use another metric than the one asked for (ROUGE-L from
+the ``rouge`` package, not nemot's ``rouge-score``,
+:data:`nemot.evaluation.thesis_numbers.THESIS_IMPLEMENTATIONS`; SQuAD's F1 on a
+dataset scored with DROP's F1), the report scores both and gives each its own
+column, the thesis' rows in the column of the metric that produced them, and a
+note under the table says which is which.
 
 Numbers are shown like the thesis: four significant figures, accuracy in
 percent, F1 and ROUGE-L as fractions, ``(ep#)`` after a row's first number.
@@ -52,6 +53,7 @@ METRIC_NOTES = {
                       "punctuation kept on words, distinct words counted); the thesis' rows are "
                       "in this column",
     "drop_f1": "the official DROP F1 (drop_eval.py)",
+    "f1": "SQuAD's token F1 after normalisation, the best gold",
 }
 SUBSET_TITLES = {"total": "Total", "middle": "M", "high": "H", "challenge": "Hard", "easy": "Easy"}
 _SUBSET_ORDER = ("total", "middle", "high", "challenge", "easy")
@@ -122,10 +124,13 @@ def _score_cells(scores, columns, epoch=None):
     return cells
 
 
-def report_metrics(metric):
-    """The metrics a report shows for ``metric`` (a name or a list, the first the primary):
-    those given, then the thesis' implementation of each where it differs
-    (``rouge_l`` -> ``rouge_l_thesis``), so that the thesis' rows have their own column.
+def report_metrics(metric, dataset=None, split=None, table=None):
+    """The metrics a report shows for ``metric`` (a name or a list, the first the primary).
+
+    Those given, then the thesis' implementation of each where it differs
+    (``rouge_l`` -> ``rouge_l_thesis``), then any other metric the thesis' rows for
+    ``dataset``/``split`` use (e.g. SQuAD's F1 where a dataset's own metric is
+    another), so that the thesis' rows always have a column of their own metric.
 
     >>> report_metrics("rouge_l")
     ['rouge_l', 'rouge_l_thesis']
@@ -138,6 +143,10 @@ def report_metrics(metric):
         variant = thesis_numbers.THESIS_IMPLEMENTATIONS.get(name)
         if variant is not None and variant not in names:
             names.append(variant)
+    if dataset is not None:
+        for row in thesis_numbers.results_for(dataset, split, table):
+            if row.metric not in names:
+                names.append(row.metric)
     return names
 
 
@@ -209,7 +218,7 @@ def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (th
         out_dir: folder to write into (created if needed).
         records: list of ``{"id", "prediction", "golds"[, "subset"]}`` dicts.
         metric: a name of ``nemot.evaluation.metrics.METRICS``, or a list of them
-            (the first is the primary); the thesis' implementation of each is
+            (the first is the primary); the metrics of the thesis' rows are
             added (:func:`report_metrics`).
         dataset, split: names used in file names and to find the thesis numbers.
         model_name, epoch, table: see :func:`results_table`.
@@ -230,7 +239,7 @@ def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (th
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = report_metrics(metric)
+    names = report_metrics(metric, dataset, split, table)
     primary = names[0]
     results = {name: evaluate_records(records, name) for name in names}
     prefix = f"{dataset}_{split}"

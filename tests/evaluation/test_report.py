@@ -150,3 +150,16 @@ def test_table_3_8_rows_beside_drop():
                                            {"rouge_l": {"total": 0.1}, "rouge_l_thesis": {"total": 0.05}}))
     assert rows[1] == ["NeMoT (this run)", "0.1000", "0.05000"]
     assert ["NeMoT_general (thesis Table 3.8)", "N/A", "0.01830"] in rows
+
+
+def test_a_report_adds_the_metric_of_the_thesis_rows(tmp_path):
+    # Quoref scored with DROP's F1: the thesis' Table 3.8 row is a SQuAD F1, so that
+    # column is added and the row sits in it.
+    records = [{"id": "q", "prediction": "Tom Jones", "golds": ["Tom"]}]
+    paths = report.write_report(tmp_path, records, "drop_f1", "quoref", "dev")
+    summary = json.loads(paths["metrics"].read_text())
+    assert summary["metrics"] == ["drop_f1", "f1"] and summary["metric"] == "drop_f1"
+    assert summary["scores_by_metric"]["f1"] == {"total": pytest.approx(2 / 3)}
+    rows = table_rows(paths["report"].read_text())
+    assert rows[0] == ["Model", "DROP F1", "F1-score"]
+    assert ["NeMoT_general (thesis Table 3.8)", "N/A", "0.1223"] in rows
