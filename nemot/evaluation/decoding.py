@@ -91,8 +91,7 @@ def check_prompts(model, prompts, need_room=1):
     positions of ``config.max_text_length``.
     """
     cfg = model.config
-    a = cfg.num_aux_tokens
-    known = set(cfg.task_token_ids)
+    a = vocab.NUM_AUX
     prompts = [list(map(int, p)) for p in prompts]
     if not prompts:
         raise ValueError("no prompts given")
@@ -101,12 +100,9 @@ def check_prompts(model, prompts, need_room=1):
         if text_length < 1:
             raise ValueError(f"prompt {i}: expected {a} auxiliary tokens and at least one text "
                              f"token, got {len(prompt)} ids")
-        if prompt[1] != vocab.DEC_ID:
-            raise ValueError(f"prompt {i}: mode token {prompt[1]} at auxiliary position 1; "
-                             f"decoding needs <dec> ({vocab.DEC_ID})")
-        if prompt[2] not in known:
-            raise ValueError(f"prompt {i}: task token {prompt[2]} at auxiliary position 2 has no "
-                             f"output block; this model's blocks are {list(cfg.output_blocks)}")
+        # The caches implement the decoder mask only: <dec> prompts.
+        vocab.check_aux_tokens([prompt[:a]], cfg.output_blocks, where=f"prompt {i}",
+                               modes=("dec",))
         if text_length + need_room > cfg.max_text_length:
             raise ValueError(f"prompt {i}: {text_length} text tokens leave no room for "
                              f"{need_room} more within max_text_length={cfg.max_text_length}")

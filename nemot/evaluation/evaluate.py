@@ -296,7 +296,8 @@ def main(args):
         summary = {w: r.perplexity for w, r in result["results"].items()}
         print(json.dumps({"dataset": args.dataset, "perplexity": summary}))
         return result
-    result = evaluate_qa(model, items, args.dataset, args.split, out, task_token, info.metric,
+    result = evaluate_qa(model, items, args.dataset, args.split, out, task_token,
+                         [info.metric, *info.extra_metrics],
                          max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
                          mc_mode=args.mc_mode or run.get("mqa_mode", "label"),
                          score_reduction=args.score_reduction, sampler=args.sampler,

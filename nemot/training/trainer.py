@@ -31,6 +31,7 @@ import numpy as np
 from nemot.data import pipelines, sources
 from nemot.data.pos_tags import pos_tagger_for
 from nemot.data.tokenizer import Tokenizer
+from nemot.evaluation.scoring import score_examples  # noqa: F401  (re-exported)
 from nemot.models.registry import build
 from nemot.models.weights import load_pretrained
 from nemot.training import distributed, loop
@@ -43,42 +44,6 @@ OPTIMIZERS = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}
 
 
 # ---------------------------------------------------------------- validation metric
-
-def _decode_predictions(model, examples, label_mode, max_new_tokens, tokenizer, jit_compile,
-                        batch_size=8):
-    from nemot.evaluation import decoding
-
-    prompts = [ex.prompt_ids for ex in examples]
-    if label_mode:
-        ids = decoding.predict_labels(model, prompts, batch_size=batch_size)
-        return [tokenizer.decode([i]) for i in ids]
-    outputs = decoding.generate(model, prompts, max_new_tokens=max_new_tokens,
-                                batch_size=batch_size, jit_compile=jit_compile)
-    return [tokenizer.decode(ids).strip() for ids in outputs]
-
-
-def score_examples(model, examples, metric, *, label_mode, tokenizer=None, max_new_tokens=32,
-                   jit_compile=True):
-    """Mean ``metric`` over decoded ``FormattedExample``s (their ``prompt_ids`` and ``golds``).
-
-    Args:
-        model: a NeMoT (or the GPT-2 baseline).
-        examples: ``FormattedExample`` list, e.g. ``pipelines.eval_examples(...)``.
-        metric: a ``nemot.evaluation.metrics`` name (``accuracy``, ``f1``, ``rouge_l``).
-        label_mode: multiple choice in label mode: one argmax token at ``<sep>``
-            (compared with the gold ``(k)``); otherwise greedy generation to ``</s>``.
-        tokenizer: decodes predictions (default the offline GPT-2 tokenizer).
-        max_new_tokens: generation length limit.
-        jit_compile: XLA-compile the decoding loop.
-    """
-    from nemot.evaluation import metrics
-
-    tokenizer = tokenizer or Tokenizer()
-    predictions = _decode_predictions(model, examples, label_mode, max_new_tokens, tokenizer,
-                                      jit_compile)
-    golds = [list(ex.golds) for ex in examples]
-    return float(metrics.score(metric, predictions, golds))
-
 
 def eval_sets_metric(eval_sets, tokenizer, max_new_tokens, jit_compile):
     """``metric(model)``: the mean of the sets' own metrics, each set's value beside it."""

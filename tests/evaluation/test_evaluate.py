@@ -264,3 +264,15 @@ def test_a_checkpoint_in_a_run_directory_takes_the_runs_settings(model, raw, tok
     (run_dir / "run_config.toml").write_text('[data]\nmode = "sideways"\n')
     with pytest.raises(ValueError, match=r"run_config.toml: \[data\] mode = 'sideways': expected"):
         run(*common, "--out", tmp_path / "d")
+
+
+def test_drop_reports_the_official_f1_beside_rouge_l(checkpoint, tmp_path):
+    fixtures.WRITERS["drop"](tmp_path / "drop")
+    run("--checkpoint", checkpoint, "--dataset", "drop", "--split", "dev",
+        "--data-dir", tmp_path / "drop", "--out", tmp_path / "out", "--max-new-tokens", 3)
+    records, summary, report = read_outputs(tmp_path / "out", "drop_dev")
+    assert summary["metric"] == "rouge_l"
+    by_metric = summary["scores_by_metric"]
+    assert {"rouge_l", "drop_f1"} <= set(by_metric)
+    official = np.mean([metrics.drop_f1(r["prediction"], r["golds"]) for r in records])
+    assert by_metric["drop_f1"]["total"] == pytest.approx(official)
