@@ -119,3 +119,38 @@ def attention_length_multiple():
     if name() == "jax" and _jax_platform() == "gpu":
         return 64
     return 1
+
+
+def compile_function(fn, variables, jit_compile=True, static_argnums=()):
+    """``fn`` compiled once per input signature, reading (and writing) ``variables``.
+
+    TensorFlow: ``tf.function`` (XLA when ``jit_compile``). JAX: ``jax.jit`` of a pure
+    version that takes the variables' values as arguments, so the weights are inputs
+    of the compiled program (not constants baked into it, and later weights are
+    seen), and assigns back the ones ``fn`` changed (a sampler's seed, say), as
+    KerasHub's ``CausalLM.generate`` does. ``static_argnums``: arguments that are
+    Python values fixing shapes (JAX retraces per value).
+    """
+    variables = list(variables)
+    if name() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(fn, jit_compile=jit_compile)
+    import jax
+
+    def pure(values, *args):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))) as scope:
+            out = fn(*args)
+        changed = {i: scope.get_current_value(v) for i, v in enumerate(variables)
+                   if scope.get_current_value(v) is not None}
+        return out, changed
+
+    compiled = jax.jit(pure, static_argnums=tuple(i + 1 for i in static_argnums))
+
+    def call(*args):
+        out, changed = compiled([v.value for v in variables], *args)
+        for i, value in changed.items():
+            variables[i].assign(value)
+        return out
+
+    return call
