@@ -13,8 +13,9 @@ on JAX without TensorFlow installed, and on TensorFlow without JAX):
 - :func:`replica_context`, :func:`replica_index`, :func:`global_sum`: the
   ``tf.distribute`` replica running the code (replicas drawing from one mirrored seed
   must still draw different masks) and sums over replicas (the loss's global counts).
-- :func:`attention_length_multiple`: the length multiple the fused attention kernel
-  of this device needs (cuDNN flash attention on a GPU under JAX: 64).
+- :func:`has_fused_attention`, :func:`attention_length_multiple`: whether this device
+  has a fused attention kernel (cuDNN flash attention on a GPU under JAX) and the
+  length multiple it needs (64).
 """
 
 import keras
@@ -113,12 +114,17 @@ def global_sum(value):
     return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
+def has_fused_attention():
+    """Whether ``keras.ops.dot_product_attention`` has a fused kernel here: cuDNN flash
+    attention on JAX with a GPU. Elsewhere it computes what the unfused path computes,
+    and on a CPU it measured 1.2x slower (``bench/results/speed_*.json``)."""
+    return name() == "jax" and _jax_platform() == "gpu"
+
+
 def attention_length_multiple():
     """Query and key lengths the fused attention kernel needs a multiple of: 64 for
     cuDNN flash attention (JAX on a GPU), else 1 (no padding)."""
-    if name() == "jax" and _jax_platform() == "gpu":
-        return 64
-    return 1
+    return 64 if has_fused_attention() else 1
 
 
 def compile_function(fn, variables, jit_compile=True, static_argnums=()):

@@ -41,13 +41,13 @@ def dropout_mask(shape, rate, seed):
     last = shape[-1]
     half = (last + 1) // 2
     bits = backend.random_bits(shape[:-1] + (half,), seed)
-    # Low and high halves of each word side by side: one elementwise pass under XLA.
-    draws = ops.stack([ops.bitwise_and(bits, DRAW_RANGE - 1),
-                       ops.right_shift(bits, DRAW_BITS)], axis=-1)
-    draws = ops.reshape(ops.cast(draws, "int32"), shape[:-1] + (2 * half,))
-    if 2 * half != last:
-        draws = draws[..., :last]
-    return ops.less(draws, keep_threshold(rate))
+    threshold = keep_threshold(rate)
+    # Low and high halves of each word side by side (compared as uint32; one pass
+    # under XLA, few kernels without it).
+    keep = ops.stack([ops.less(ops.bitwise_and(bits, DRAW_RANGE - 1), threshold),
+                      ops.less(ops.right_shift(bits, DRAW_BITS), threshold)], axis=-1)
+    keep = ops.reshape(keep, shape[:-1] + (2 * half,))
+    return keep[..., :last] if 2 * half != last else keep
 
 
 def dropout(x, rate, seed):

@@ -40,7 +40,7 @@ def fused_attention_difference(nemot, vocab):
     """Largest logit difference between fused and unfused attention (dec and enc, padding)."""
     cfg = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=1, num_nm_layers=1,
                                                    output_blocks=("lm",), max_text_length=16)
-    fused = nemot.build_model(cfg)
+    fused = nemot.build_model(cfg.replace(attention_implementation="fused"))
     unfused = nemot.build_model(cfg.replace(attention_implementation="unfused"))
     unfused.set_weights(fused.get_weights())
     text = np.arange(1, 33, dtype="int32").reshape(2, 16)

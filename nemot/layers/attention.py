@@ -24,7 +24,8 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Two implementations of the same function (equal to 1e-5 in float32, tested):
 
-    - **fused** (``fused=True``, the default): ``keras.ops.dot_product_attention``,
+    - **fused** (``fused=True``; by default where the device has a fused kernel,
+      :func:`nemot.backend.has_fused_attention`): ``keras.ops.dot_product_attention``,
       which on JAX with a GPU runs cuDNN's flash attention (no [B, H, L, L] scores in
       memory). cuDNN needs lengths that are multiples of 64, so queries and keys are
       padded up to one (:func:`nemot.backend.attention_length_multiple`: 771 -> 832 in
@@ -43,7 +44,8 @@ class MultiHeadAttention(keras.layers.Layer):
         key_dim: size of each head.
         dropout: dropout on attention probabilities.
         values_use_key_weights: compat switch, values = keys (no W_V).
-        fused: use the fused implementation where it applies (see above).
+        fused: True/False: the fused/unfused implementation (see above); None: fused
+            where the device has a fused kernel.
         kernel_regularizer: optional regulariser of every kernel.
         dense_replacements: ``{"query"|"key"|"value": factory}``, dense-site
             modulations replacing those projections (:mod:`nemot.modulation.base`).
@@ -54,7 +56,7 @@ class MultiHeadAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, key_dim, dropout=0.0, values_use_key_weights=False,
-                 kernel_regularizer=None, dense_replacements=None, fused=True, **kwargs):
+                 kernel_regularizer=None, dense_replacements=None, fused=None, **kwargs):
         super().__init__(**kwargs)
         self.dense_replacements = dict(dense_replacements or {})
         self.num_heads = num_heads
@@ -111,7 +113,8 @@ class MultiHeadAttention(keras.layers.Layer):
         if drop and dropout_seed is None:
             raise ValueError(f"{self.name}: training with dropout={self.dropout} needs "
                              "dropout_seed= (nemot.dropout.draw_seed)")
-        if self.fused and not drop:
+        fused = backend.has_fused_attention() if self.fused is None else self.fused
+        if fused and not drop:
             context = self._fused_attention(query, key, value, attention_mask)
         else:
             context = self._attention(query, key, value, attention_mask,

@@ -33,6 +33,10 @@ SET_CONDITIONING = {
 }
 
 
+# NeMoTConfig.attention_implementation -> MultiHeadAttention's ``fused``.
+ATTENTION_PATHS = {"auto": None, "fused": True, "unfused": False}
+
+
 def _as_config(config):
     return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
 
@@ -70,7 +74,7 @@ class _ConfiguredLayer(keras.layers.Layer):
                 activation=activation, values_use_key_weights=values_use_key_weights,
                 kernel_regularizer=self._regularizer(), modulations=modulations,
                 dense_replacements=replacements,
-                fused_attention=cfg.attention_implementation == "fused",
+                fused_attention=ATTENTION_PATHS[cfg.attention_implementation],
                 name=f"transformer_layer_{i}",
                 dtype=self.dtype_policy,
             )

