@@ -17,7 +17,6 @@ import math
 import keras
 from keras import ops
 
-from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot import dropout as drop
 from nemot.layers.masks import attention_mask as build_attention_mask

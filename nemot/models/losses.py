@@ -25,26 +25,40 @@ import dataclasses
 import keras
 from keras import ops
 
-from nemot import vocab
+from nemot import backend, vocab
 from nemot.backend import global_sum, replica_context
 
 
-def masked_cross_entropy(targets, logits):
-    """Summed cross-entropy over non-ignored targets and their count (float32).
+def lean_cross_entropy(targets, logits):
+    """Cross-entropy [batch, n] (float32) of valid int ``targets``: ``logsumexp`` of the
+    float32 view of the logits minus the target's logit.
 
-    Lean for the 50,313-wide heads: ``logsumexp`` of the float32 view of the logits
-    minus the target's logit, the same value as a float32 softmax cross-entropy (to
-    1e-5, tested) without its copies. Under XLA (JAX, ``jit_compile``) the cast fuses
-    into the reduction, so no float32 [batch, n, vocab] tensor exists, and the backward
-    pass is one fused ``softmax - onehot`` in the logits' dtype; Keras's
-    ``sparse_categorical_crossentropy`` kept a float32 log-softmax and, on JAX, a
-    one-hot of the same size.
+    Under XLA the cast fuses into the reduction, so no float32 [batch, n, vocab] copy
+    exists, and the backward pass is one fused ``softmax - onehot`` in the logits'
+    dtype; Keras's ``sparse_categorical_crossentropy`` on JAX keeps a float32
+    log-softmax and a one-hot of that size (the lean one measured 1.7x faster on JAX's
+    CPU, ``bench/results/speed_jax.json``).
     """
+    picked = ops.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    return ops.logsumexp(ops.cast(logits, "float32"), axis=-1) - ops.cast(picked, "float32")
+
+
+def token_cross_entropy(targets, logits):
+    """Cross-entropy [batch, n] (float32), the same value (to 1e-5) on every backend:
+    :func:`lean_cross_entropy` on JAX; TensorFlow's fused softmax cross-entropy kernel
+    (through Keras) on TensorFlow, where it measured faster than the lean formula with
+    and without XLA (``bench/results/speed_tensorflow.json``)."""
+    if backend.name() == "jax":
+        return lean_cross_entropy(targets, logits)
+    return keras.losses.sparse_categorical_crossentropy(
+        targets, ops.cast(logits, "float32"), from_logits=True)
+
+
+def masked_cross_entropy(targets, logits):
+    """Summed cross-entropy over non-ignored targets and their count (float32)."""
     targets = ops.cast(targets, "int32")
     valid = ops.not_equal(targets, vocab.IGNORE_ID)
-    safe_targets = ops.where(valid, targets, 0)
-    picked = ops.take_along_axis(logits, safe_targets[..., None], axis=-1)[..., 0]
-    ce = ops.logsumexp(ops.cast(logits, "float32"), axis=-1) - ops.cast(picked, "float32")
+    ce = token_cross_entropy(ops.where(valid, targets, 0), logits)
     valid = ops.cast(valid, "float32")
     return ops.sum(ce * valid), ops.sum(valid)
 
