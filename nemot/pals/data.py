@@ -47,8 +47,8 @@ class Layout:
     """Where a task's rows are and which columns hold what.
 
     Attributes:
-        files: candidate file names of a split, ``{split}`` filled in; the first that
-            exists is read.
+        files: the file names of a split, ``{split}`` filled in; the first that exists is
+            read (minBERT's test split: ``test``, then ``test-student``).
         text: the column(s) of the sentence or sentence pair.
         label: the label column (absent from test files).
         quoted: the file is quoted as Python's ``csv`` writes (minBERT); GLUE is not.
@@ -64,16 +64,15 @@ class Layout:
     label_range: tuple = None
 
 
-MINBERT_TEST = "{split}-student"
 LAYOUTS = {
-    "sst": Layout(("ids-sst-{split}.csv", "ids-sst-" + MINBERT_TEST + ".csv"), ("sentence",),
-                  "sentiment", True, labels=(0, 1, 2, 3, 4)),
-    "cfimdb": Layout(("ids-cfimdb-{split}.csv", "ids-cfimdb-" + MINBERT_TEST + ".csv"),
-                     ("sentence",), "sentiment", True, labels=(0, 1)),
-    "quora": Layout(("quora-{split}.csv", "quora-" + MINBERT_TEST + ".csv"),
-                    ("sentence1", "sentence2"), "is_duplicate", True, labels=(0, 1)),
-    "sts": Layout(("sts-{split}.csv", "sts-" + MINBERT_TEST + ".csv"),
-                  ("sentence1", "sentence2"), "similarity", True, label_range=(0.0, 5.0)),
+    "sst": Layout(("ids-sst-{split}.csv",), ("sentence",), "sentiment", True,
+                  labels=(0, 1, 2, 3, 4)),
+    "cfimdb": Layout(("ids-cfimdb-{split}.csv",), ("sentence",), "sentiment", True,
+                     labels=(0, 1)),
+    "quora": Layout(("quora-{split}.csv",), ("sentence1", "sentence2"), "is_duplicate", True,
+                    labels=(0, 1)),
+    "sts": Layout(("sts-{split}.csv",), ("sentence1", "sentence2"), "similarity", True,
+                  label_range=(0.0, 5.0)),
     "sst2": Layout(("SST-2/{split}.tsv",), ("sentence",), "label", False, labels=(0, 1)),
     "qqp": Layout(("QQP/{split}.tsv",), ("question1", "question2"), "is_duplicate", False,
                   labels=(0, 1)),
@@ -101,7 +100,9 @@ def split_file(task, data_dir, split):
     if split not in SPLITS:
         raise ValueError(f"split {split!r}: expected one of {SPLITS}")
     layout = LAYOUTS[get_task(task).name]
-    candidates = [Path(data_dir) / name.format(split=split) for name in layout.files]
+    # minBERT ships its test split as *-test-student.csv (no labels).
+    splits = (split, "test-student") if layout.quoted and split == "test" else (split,)
+    candidates = [Path(data_dir) / name.format(split=s) for s in splits for name in layout.files]
     for path in candidates:
         if path.is_file():
             return path
