@@ -190,3 +190,34 @@ def test_bad_options_are_named():
                                                     "decoder_init": "ones"}]))
     with pytest.raises(ValueError, match="needs the stack's PALProjections"):
         ProjectedAttentionAdapter(2, hidden_size=6, num_heads=2)
+
+
+def test_pals_in_the_vanilla_set_keep_dec_mode_causal():
+    keras.utils.set_random_seed(1)
+    spec = {"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}
+    model = nemot.build_model(TINY.replace(modulation=[spec]))
+    for w in model.vanilla_set.shared_modulations[0].weights:  # a PAL term that matters
+        w.assign(np.random.default_rng(0).normal(0, 0.5, w.shape).astype("float32"))
+    x = nemot_ids(["gqa", "gqa"])
+    changed = x.copy()
+    changed[:, -1] = 11  # a later token
+    before, after = (np.asarray(model({"token_ids": ids}, training=False)["logits"])
+                     for ids in (x, changed))
+    np.testing.assert_allclose(after[0, :-1], before[0, :-1], atol=1e-5)
+    assert np.abs(after[0, -1] - before[0, -1]).max() > 1e-4
+
+
+def test_the_nemot_general_config_with_pals_builds():
+    from pathlib import Path
+
+    from nemot.training.run_config import load_run_config
+
+    path = Path(__file__).parents[2] / "configs" / "pals" / "nemot_general.toml"
+    config = load_run_config(path, overrides=['model.preset="tiny"']).model
+    (spec,) = config.modulation
+    assert (spec.kind, spec.sets, spec.layers, spec.kwargs) == (
+        "pals", ("vanilla",), "all", {"hidden_size": 204, "num_heads": 6})
+    model = nemot.build_model(config)
+    plain = nemot.build_model(config.replace(modulation=()))
+    assert model.count_params() - plain.count_params() == len(config.output_blocks) * \
+        pal_parameters(config.d_model, 204, config.num_vanilla_layers)
