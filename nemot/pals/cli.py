@@ -9,6 +9,7 @@ Examples::
     nemot pals run --config configs/pals/table4.toml --variants zero_sst_sts --set train.epochs=1
     nemot pals report runs/pals/table2
     nemot pals params
+    nemot pals synthetic synthetic/      # data, vocabulary and a tiny BERT, no downloads
 
 Runs land in ``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the layout of the
 multi-seed runner (``nemot runs``), which adds confidence intervals and Welch tests.
@@ -41,6 +42,12 @@ def add_parser(subparsers):
 
     params = commands.add_parser("params", help="PAL parameters per task at BERT-base sizes")
     params.add_argument("--tasks", type=int, default=3, help="number of tasks (default 3)")
+
+    synthetic = commands.add_parser(
+        "synthetic", help="write synthetic minBERT-format data, a vocabulary and a tiny random "
+                          "BERT (runs without downloads)")
+    synthetic.add_argument("directory")
+    synthetic.add_argument("--seed", type=int, default=0)
     parser.set_defaults(func=main_pals)
     return parser
 
@@ -64,6 +71,11 @@ def main_pals(args):
         print(report(loaded.output_dir))
     elif args.pals_command == "report":
         print(report(args.output_dir))
+    elif args.pals_command == "synthetic":
+        from nemot.pals.synthetic import write_synthetic
+
+        data, vocab, bert = write_synthetic(args.directory, seed=args.seed)
+        print(f"--set data.dir='{data}' model.backbone='{bert}' model.tokenizer='{vocab}'")
     else:
         print(parameter_table(args.tasks))
     return 0

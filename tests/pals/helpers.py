@@ -1,14 +1,10 @@
 """Helpers for the PALs tests: data files in the published layouts, a tiny vocabulary,
 and a tiny random BERT written as a Hugging Face checkpoint."""
 
-import csv
-import json
 import re
 
-import numpy as np
-from safetensors.numpy import save_file
-
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+from nemot.pals import synthetic
+from nemot.pals.synthetic import COLUMNS, FILES, SPECIAL, write_bert
 
 # A few rows as in the minBERT project's files (quoting included: Python's csv doubles
 # quotes inside a quoted field, as the published files do).
@@ -28,22 +24,13 @@ STS = [("876d0172eef5db7776e39c5de", "UN chief welcomes elections in Guinea",
         "Two black dogs are playing in a grassy plain.", "4.6"),
        ("646f2c8bb40c70f538c3263cc", "A boy whacks a man with a sword.",
         "A boy spanks a man with a plastic sword.", "3.333")]
-COLUMNS = {"sst": ("id", "sentence", "sentiment"), "cfimdb": ("id", "sentence", "sentiment"),
-           "quora": ("id", "sentence1", "sentence2", "is_duplicate"),
-           "sts": ("id", "sentence1", "sentence2", "similarity")}
-FILES = {"sst": "ids-sst-{}.csv", "cfimdb": "ids-cfimdb-{}.csv", "quora": "quora-{}.csv",
-         "sts": "sts-{}.csv"}
 
 
 def write_minbert(path, task, rows, with_label=True):
-    """A minBERT file: an unnamed index column, then the task's columns (tab, csv quoting)."""
+    """A minBERT file of ``task``'s columns (without the label column for a test file)."""
     columns = COLUMNS[task] if with_label else COLUMNS[task][:-1]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
-        writer.writerow(["", *columns])
-        for i, row in enumerate(rows):
-            writer.writerow([i * 7, *row[:len(columns)]])
+    synthetic.write_minbert(path, columns, [row[:len(columns)] for row in rows])
     return path
 
 
@@ -70,7 +57,7 @@ def make_vocab(texts):
     """Special tokens, every lower-cased word and punctuation mark of ``texts``, letters."""
     words = sorted({w for t in texts for w in re.findall(r"\w+|[^\w\s]", t.lower())})
     letters = [c for c in "abcdefghijklmnopqrstuvwxyz0123456789" if c not in words]
-    return SPECIAL + words + letters + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz0123456789"]
+    return list(SPECIAL) + words + letters + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz0123456789"]
 
 
 def write_vocab(path, texts):
@@ -83,40 +70,8 @@ def all_texts():
             if isinstance(t, str)]
 
 
-def write_hf_bert(directory, vocab=40, d=8, heads=2, ff=16, positions=32, layers=2, seed=0):
-    """A random BERT in Hugging Face's ``save_pretrained`` layout (config.json +
-    model.safetensors, key names of ``BertModel``)."""
-    rng = np.random.default_rng(seed)
-    tensors = {}
-
-    def put(name, *shape):
-        tensors[name] = rng.normal(0, 0.3, shape).astype("float32")
-
-    put("embeddings.word_embeddings.weight", vocab, d)
-    put("embeddings.position_embeddings.weight", positions, d)
-    put("embeddings.token_type_embeddings.weight", 2, d)
-    put("embeddings.LayerNorm.weight", d)
-    put("embeddings.LayerNorm.bias", d)
-    for i in range(layers):
-        p = f"encoder.layer.{i}."
-        for part in ("attention.self.query", "attention.self.key", "attention.self.value",
-                     "attention.output.dense"):
-            put(p + part + ".weight", d, d)
-            put(p + part + ".bias", d)
-        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
-            put(p + norm + ".weight", d)
-            put(p + norm + ".bias", d)
-        put(p + "intermediate.dense.weight", ff, d)
-        put(p + "intermediate.dense.bias", ff)
-        put(p + "output.dense.weight", d, ff)
-        put(p + "output.dense.bias", d)
-    put("pooler.dense.weight", d, d)
-    put("pooler.dense.bias", d)
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(directory / "model.safetensors"))
-    config = {"model_type": "bert", "architectures": ["BertModel"], "vocab_size": vocab,
-              "hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads,
-              "intermediate_size": ff, "max_position_embeddings": positions,
-              "type_vocab_size": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12}
-    (directory / "config.json").write_text(json.dumps(config))
-    return tensors
+def write_hf_bert(directory, vocab=40, seed=0, **sizes):
+    """A tiny random BERT (width 8, 2 layers) in Hugging Face's layout, every tensor random."""
+    sizes = {"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "intermediate_size": 16, "max_position_embeddings": 32, **sizes}
+    return write_bert(directory, vocab, seed=seed, std=0.3, all_random=True, **sizes)

@@ -94,7 +94,7 @@ def test_config_errors_name_the_file_and_key(tmp_path):
 def tiny_setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("pals_run")
     write_minbert_dir(root / "data")
-    write_hf_bert(root / "bert", vocab=160, positions=32)
+    write_hf_bert(root / "bert", vocab=160)
     vocab = write_vocab(root / "vocab.txt", all_texts())
     assert len(vocab.read_text().split()) <= 160
     config = root / "tiny.toml"
