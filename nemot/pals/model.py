@@ -31,10 +31,11 @@ import numpy as np
 from keras import ops
 
 from nemot.layers.transformer import TransformerLayer
+from nemot.modulation.gating_block import bert_initializer
 from nemot.modulation.pals import pal_parameters
 from nemot.modulation.spec import ModulationSpec
 from nemot.modulation.stack import stack_modulations
-from nemot.ngt.model import bert_initializer, load_backbone
+from nemot.ngt.model import load_backbone
 from nemot.pals.tasks import get_task
 
 STACK = "bert"
