@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from nemot.data.format import DataError
+from nemot.pals import synthetic
 from nemot.pals.data import Encoder, load_tokenizer, read_file, read_rows
+from nemot.pals.model import build_pal_bert
 from tests.pals.helpers import (QUORA, SST, STS, all_texts, write_minbert, write_minbert_dir,
                                 write_tsv, write_vocab)
 
@@ -111,3 +113,24 @@ def test_pairs_are_packed_as_one_bert_input(minbert_dir):
     assert (short["padding_mask"] == 1).all()
     assert [list(r).count(sep) for r in short["token_ids"]] == [2, 2, 2]
     np.testing.assert_allclose(arrays["labels"], rows.labels)
+
+
+def test_synthetic_data_follows_its_rules_and_loads(tmp_path):
+    data, vocab, bert = synthetic.write_synthetic(
+        tmp_path, sizes={"sst": 50, "cfimdb": 20, "quora": 40, "sts": 30}, seed=3)
+    sst = read_rows("sst", data, "train")
+    for text, label in zip(sst.text_a, sst.labels):
+        words = text.split()
+        count = sum(w in synthetic.POSITIVE for w in words) - \
+            sum(w in synthetic.NEGATIVE for w in words)
+        assert label == min(max(2 + count, 0), 4)
+    sts = read_rows("sts", data, "dev")
+    for a, b, label in zip(sts.text_a, sts.text_b, sts.labels):
+        assert label == 1.25 * sum(w in synthetic.SIMILAR for w in (a + " " + b).split())
+    assert read_rows("quora", data, "test").labels is None
+    tokenizer = load_tokenizer(vocab)
+    assert tokenizer.vocabulary_size() == len(synthetic.vocabulary())
+    ids = Encoder(tokenizer, 16).encode(sst)["token_ids"]
+    assert not (ids == tokenizer.token_to_id("[UNK]")).any()
+    model = build_pal_bert(str(bert), tasks=("sst",))
+    assert model.sizes["hidden_dim"] == synthetic.TINY_BERT["hidden_size"]
