@@ -163,7 +163,8 @@ def test_nemot_with_pals_in_its_vanilla_set_starts_as_plain_nemot_and_trains():
 
     targets = np.where(x[:, 4:] == vocab.PAD_ID, -1, x[:, 4:])
     targets = np.pad(targets, ((0, 0), (0, 1)), constant_values=-1).astype("int32")
-    model.compile(keras.optimizers.Adam(1e-2), loss=NeMoTLoss())
+    # Eager: tracing NeMoT's training step costs far more than running one.
+    model.compile(keras.optimizers.Adam(1e-2), loss=NeMoTLoss(), run_eagerly=True)
     decoder = model.vanilla_set.shared_modulations[0].decoder_kernel
     model.train_on_batch({"token_ids": x}, {"task_targets": targets, "lm_targets": targets})
     moved = np.abs(np.asarray(decoder)).max(axis=(1, 2))
