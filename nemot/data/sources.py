@@ -156,7 +156,8 @@ def general_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None,
     return RunData(
         train=lambda start_batch, batch_size, input_context: pool(
             start_batch=start_batch, batch_size=batch_size, input_context=input_context),
-        validation=validation and (lambda batch_size, input_context: pipelines.examples_dataset(
+        validation=(lambda batch_size, input_context: pipelines.examples_dataset(
             validation, batch_size=batch_size, max_text_length=max_text_length, shuffle=False,
-            repeat=False, input_context=input_context, pos_tagger=pos_tagger)),
+            repeat=False, input_context=input_context, pos_tagger=pos_tagger)) if validation
+        else None,
         eval_sets=eval_sets, task_tokens=tokens, validation_batches=data.validation_batches)
