@@ -28,6 +28,29 @@ MQA_MODES = ("label", "generate")
 MAX_TEXT_LENGTH = 768
 # Room left for the answer when the prompt alone is cut for generation at evaluation.
 DEFAULT_MAX_ANSWER_LENGTH = 32
+# The parts of a multi-part answer (a Quoref answer list, DROP ``spans``) are trained on as
+# one text, joined in order by this separator; metrics split a prediction on it again.
+PART_SEPARATOR = ", "
+
+
+def join_answer(answer):
+    """A gold answer as the text after ``<sep>``: stripped, its parts joined by ``", "``.
+
+    ``answer`` is a string or a tuple of parts (a multi-part answer). Whitespace at the ends
+    is stripped because the answer is tokenised apart from the prompt: ``" Tom"`` would
+    otherwise become ``ĠTom`` instead of ``Tom`` (and ``"\nTom"`` would add token 198).
+
+    >>> join_answer(("Traci ", "Gibson"))
+    'Traci, Gibson'
+    """
+    if isinstance(answer, str):
+        return answer.strip()
+    return PART_SEPARATOR.join(part.strip() for part in answer)
+
+
+def clean_answer(answer):
+    """``answer`` with its text (or each part's) stripped, its structure kept."""
+    return answer.strip() if isinstance(answer, str) else tuple(p.strip() for p in answer)
 
 
 class DataError(ValueError):
@@ -61,13 +84,18 @@ class QAExample:
         question: question text (the WinoGrande sentence, the PIQA goal, ...).
         passage: context text, or None for datasets without one (ARC, OBQA, ...).
         options: answer options of a multiple-choice question (empty for generation).
-        answers: all gold answer strings (for metrics); ``()`` for an unanswerable
-            SQuAD v2 question; for multiple choice the text of the correct option.
+        answers: all gold answers (for metrics), alternatives of each other; each is a
+            string or, for an answer made of several parts (Quoref, DROP ``spans``), a
+            tuple of its parts in order; ``()`` for an unanswerable SQuAD v2 question;
+            for multiple choice the text of the correct option.
         label: 0-based index of the correct option, or None (generation, unlabelled test).
         task: ``"mqa"`` (multiple choice) or ``"gqa"`` (generative QA).
         dataset: registry name, e.g. ``"race"``.
         subset: e.g. ``"middle"``/``"high"`` (RACE), ``"easy"``/``"challenge"`` (ARC).
         answer: the answer trained on; defaults to ``answers[0]`` (``""`` when unanswerable).
+        group: set on the examples that :func:`expand_answers` made from one question
+            whose answers are alternatives of which training takes one per epoch
+            (NarrativeQA); the question's id. None otherwise.
 
     Example:
         >>> ex = QAExample(id="q1", passage="Tom has a cat.", question="Who has a cat?",
@@ -85,9 +113,15 @@ class QAExample:
     task: str = "gqa"
     dataset: str = ""
     subset: str | None = None
-    answer: str | None = None
+    answer: str | tuple | None = None
+    group: str | None = None
 
     def __post_init__(self):
+        for answer in self.answers + ((self.answer,) if self.answer is not None else ()):
+            if not (isinstance(answer, str) or (isinstance(answer, tuple) and answer
+                                                 and all(isinstance(p, str) for p in answer))):
+                raise ValueError(f"example {self.id!r}: an answer is a string or a non-empty "
+                                 f"tuple of string parts, got {answer!r}")
         if self.task not in TASKS:
             raise ValueError(f"example {self.id!r}: task must be one of {TASKS}, got {self.task!r}")
         if self.label is not None and not 0 <= self.label < len(self.options):
@@ -99,21 +133,26 @@ class QAExample:
 
     @property
     def target_answer(self):
-        """The answer string trained on (``""`` for an unanswerable question)."""
+        """The answer text trained on (:func:`join_answer`; ``""`` when unanswerable)."""
         if self.answer is not None:
-            return self.answer
-        return self.answers[0] if self.answers else ""
+            return join_answer(self.answer)
+        return join_answer(self.answers[0]) if self.answers else ""
 
 
-def expand_answers(examples):
-    """One training example per listed gold answer (SQuAD, NarrativeQA, ...; SPEC.md §4).
+def expand_answers(examples, one_per_epoch=False):
+    """One training example per gold answer (SPEC.md §4), ids ``{id}#{k}``.
 
+    A multi-part answer is one answer (one example, its parts joined). With
+    ``one_per_epoch`` the examples of a question share ``group`` = the question's id,
+    and the pipelines train on one of them per epoch (NarrativeQA: "answer1 or
+    answer2"); otherwise every answer is trained on in every epoch (SQuAD).
     Multiple-choice and single-answer examples pass through unchanged; golds stay complete.
     """
     for ex in examples:
         if ex.task == "gqa" and len(ex.answers) > 1 and ex.answer is None:
+            group = ex.id if one_per_epoch else None
             for k, answer in enumerate(ex.answers):
-                yield dataclasses.replace(ex, id=f"{ex.id}#{k}", answer=answer)
+                yield dataclasses.replace(ex, id=f"{ex.id}#{k}", answer=answer, group=group)
         else:
             yield ex
 
@@ -126,7 +165,8 @@ class FormattedExample:
     ``task_targets`` and ``lm_targets`` have the text length; ``prompt_ids`` =
     aux tokens + prompt up to and including ``<sep>`` (evaluation layout, cut
     to leave room for ``max_answer_length`` generated tokens); ``golds`` are the
-    strings a metric compares a decoded prediction with.
+    answers a metric compares a decoded prediction with (strings, or tuples of
+    parts for multi-part answers); ``group`` as :class:`QAExample`.
     """
 
     id: str
@@ -140,6 +180,7 @@ class FormattedExample:
     prompt_ids: list
     golds: tuple
     label: int | None = None
+    group: str | None = None
 
 
 _PROMPT, _SEP, _ANSWER = 0, 1, 2
@@ -223,7 +264,7 @@ class Formatter:
                 return ""  # unlabelled test question: prompt only
             if self._is_label_mode(example):
                 return f"({example.label + 1})"
-            return f"{example.options[example.label]} </s>"
+            return f"{join_answer(example.options[example.label])} </s>"
         answer = example.target_answer
         return f"{answer} </s>" if answer else "</s>"
 
@@ -234,13 +275,13 @@ class Formatter:
                 return ()
             if self._is_label_mode(example):
                 return (f"({example.label + 1})",)
-            return (example.options[example.label],)
-        return tuple(example.answers) if example.answers else ("",)
+            return (join_answer(example.options[example.label]),)
+        return tuple(clean_answer(a) for a in example.answers) if example.answers else ("",)
 
     def aux_ids(self, example):
         """``[<cls>, <mode>, <task>]``."""
         task = self.task_token or example.task
-        return [vocab.CLS_ID, vocab.ADDED_TOKEN_IDS[f"<{self.mode}>"], vocab.task_token_id(task)]
+        return vocab.aux_ids(self.mode, task)
 
     def format(self, example):
         """The :class:`FormattedExample` of one example."""
@@ -280,4 +321,5 @@ class Formatter:
             id=example.id, dataset=example.dataset, subset=example.subset,
             task=self.task_token or example.task, text=f"{prompt} {answer}".rstrip(),
             token_ids=aux + text_ids, task_targets=task_targets, lm_targets=lm_targets,
-            prompt_ids=aux + eval_prompt, golds=self.golds(example), label=example.label)
+            prompt_ids=aux + eval_prompt, golds=self.golds(example), label=example.label,
+            group=example.group)

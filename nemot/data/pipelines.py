@@ -36,6 +36,7 @@ Example:
     (TensorShape([32, 771]), TensorShape([32, 768]))
 """
 
+import functools
 import itertools
 import logging
 from pathlib import Path
@@ -43,9 +44,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-import data_prep
 from nemot import vocab
-from nemot.data import c4, registry
+from nemot.vocab import NUM_AUX
+from nemot.data import c4, registry, shards
 from nemot.data.format import MAX_TEXT_LENGTH, DataError, FormattedExample, Formatter
 # pos_tagger_for is re-exported: the trainer picks a model's tagger with it.
 from nemot.data.pos_tags import POS_PAD_ID, pad_pos_tags, pos_tagger_for  # noqa: F401
@@ -54,10 +55,10 @@ from nemot.data.tokenizer import Tokenizer
 
 logger = logging.getLogger(__name__)
 
-NUM_AUX = 3
 # Pool draws are made in blocks of this many positions, so resuming recounts cheaply.
 POOL_BLOCK = 65536
 _POOL_TAG = 7919  # keeps the pool's dataset draws apart from the per-dataset permutations
+_ANSWER_TAG = 104729  # keeps the per-epoch answer choice apart from the permutations
 
 
 # ---------------------------------------------------------------- batching and distribution
@@ -215,20 +216,15 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
 
 # ---------------------------------------------------------------- QA sources
 
-def qa_shard_paths(directory, name, split):
-    """QA shards ``{name}-{split}-*-of-*.npz`` of ``python -m data_prep qa`` in ``directory``."""
-    return sorted(Path(directory).glob(f"{name}-{split}-[0-9]*-of-[0-9]*.npz"))
-
-
 def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
     """FormattedExamples of QA shards; ``mode``/``task_token`` replace the stored aux tokens."""
-    aux = {1: vocab.ADDED_TOKEN_IDS[f"<{mode}>"]}
+    aux = {vocab.MODE_POSITION: vocab.mode_id(mode)}
     if task_token is not None:
-        aux[2] = vocab.task_token_id(task_token)
-    names = {v: k for k, v in vocab.ADDED_TOKEN_IDS.items()}
+        aux[vocab.TASK_POSITION] = vocab.task_token_id(task_token)
+    one_answer = registry.get(name).train_answers == "one"
     examples = []
     for path in paths:
-        for i, ex in enumerate(data_prep.read_qa_shard(path)):
+        for i, ex in enumerate(shards.read_qa_shard(path)):
             token_ids = ex["token_ids"].tolist()
             if len(token_ids) - NUM_AUX > max_text_length:
                 raise DataError(path, f"example {i} ({ex['id']})", "token_ids",
@@ -238,11 +234,14 @@ def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
             for position, token in aux.items():
                 token_ids[position] = token
             examples.append(FormattedExample(
-                id=ex["id"], dataset=name, subset=None, task=names[token_ids[2]][1:-1],
+                id=ex["id"], dataset=name, subset=ex["subset"],
+                task=vocab.block_name(vocab.token_name(token_ids[vocab.TASK_POSITION])),
                 text=tokenizer.decode(token_ids[NUM_AUX:]) if tokenizer else "",
                 token_ids=token_ids, task_targets=ex["task_targets"].tolist(),
                 lm_targets=ex["lm_targets"].tolist(), prompt_ids=ex["prompt_ids"].tolist(),
-                golds=ex["golds"], label=ex["label"]))
+                golds=ex["golds"], label=ex["label"],
+                # expand_answers' "{question}#{k}" ids: the question's alternative answers
+                group=ex["id"].rpartition("#")[0] if one_answer and "#" in ex["id"] else None))
     return examples
 
 
@@ -255,10 +254,11 @@ def load_formatted(name, split, *, data_dir, max_text_length=MAX_TEXT_LENGTH, ta
     through the registry; ``data_dir=None`` loads from the hub (needs the network).
     ``decode`` fills ``text`` of shard examples (for evaluation reports).
     """
+    split = registry.resolve_split(name, split)
     if data_dir is not None:
         if not Path(data_dir).is_dir():
             raise FileNotFoundError(f"{name}: data directory {data_dir} does not exist")
-        paths = qa_shard_paths(data_dir, name, split)
+        paths = shards.qa_shard_paths(data_dir, name, split)
         if paths:
             return _from_shards(paths, name, mode, task_token, max_text_length,
                                 (tokenizer or Tokenizer()) if decode else None)
@@ -311,6 +311,41 @@ def epoch_indices(size, seed_key, start=0, shuffle=True, repeat=True):
         i, epoch = 0, epoch + 1
 
 
+def example_units(examples):
+    """Row indices of each training unit: one per example, except that the examples of
+    one ``group`` (alternative answers of one question, NarrativeQA) form one unit."""
+    units, where = [], {}
+    for i, ex in enumerate(examples):
+        if ex.group is None:
+            units.append([i])
+        elif ex.group in where:
+            units[where[ex.group]].append(i)
+        else:
+            where[ex.group] = len(units)
+            units.append([i])
+    return units
+
+
+def epoch_length(formatted_examples):
+    """Examples in one training epoch: one per unit (:func:`example_units`)."""
+    return len(example_units(formatted_examples))
+
+
+def training_rows(units, seed_key, start=0, shuffle=True, repeat=True):
+    """Row indices from position ``start``: epoch ``e`` visits the units in
+    :func:`epoch_indices` order; a unit of several rows gives one of them, drawn with
+    ``default_rng([*seed_key, _ANSWER_TAG, e, unit])`` (seed, epoch and question)."""
+    for position, u in enumerate(epoch_indices(len(units), seed_key, start, shuffle, repeat),
+                                 int(start)):
+        rows = units[u]
+        if len(rows) > 1:
+            epoch = position // len(units)
+            rng = np.random.default_rng([*seed_key, _ANSWER_TAG, epoch, u])
+            yield rows[int(rng.integers(len(rows)))]
+        else:
+            yield rows[0]
+
+
 # ---------------------------------------------------------------- QA datasets
 
 def examples_dataset(formatted_examples, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
@@ -326,12 +361,13 @@ def examples_dataset(formatted_examples, *, batch_size, max_text_length=MAX_TEXT
         >>> ds = examples_dataset(fmt.format_batch(examples), batch_size=4, max_text_length=32)  # doctest: +SKIP
     """
     arrays = example_arrays(formatted_examples, max_text_length, pos_tagger)
+    units = example_units(formatted_examples)
 
     def make_batches():
-        order = epoch_indices(len(arrays[0]), (seed,), start_batch * batch_size, shuffle, repeat)
+        order = training_rows(units, (seed,), start_batch * batch_size, shuffle, repeat)
         return batches((tuple(a[k] for a in arrays) for k in order), batch_size, input_context)
 
-    rows = None if repeat else max(len(arrays[0]) - start_batch * batch_size, 0)
+    rows = None if repeat else max(len(units) - start_batch * batch_size, 0)
     return _to_dataset(make_batches, batch_size, max_text_length, input_context,
                        pos_tags=pos_tagger is not None, rows=rows)
 
@@ -407,54 +443,96 @@ def check_task_tokens(dataset_task_tokens, config):
     Example:
         >>> check_task_tokens({"race": "lm"}, NeMoTConfig.preset("tiny"))   # doctest: +SKIP
     """
-    blocks = tuple(config.output_blocks)
-    missing = {}
     for name, token in dict(dataset_task_tokens).items():
-        block = token[1:-1] if token.startswith("<") and token.endswith(">") else token
-        vocab.task_token_id(block)
-        if block not in blocks:
-            missing[name] = vocab.task_token(block)
-    if missing:
-        listed = ", ".join(f"{name} -> {token}" for name, token in missing.items())
-        raise ValueError(f"task token(s) without an output block: {listed}; the model's "
-                         f"output_blocks are {list(blocks)} (add the block to the config or "
-                         "choose another task token)")
+        vocab.check_aux_tokens([vocab.aux_ids("dec", token)], config.output_blocks,
+                               where=f"dataset {name}")
 
 
-def pool_choices(num_datasets, seed, start=0):
-    """Dataset index of every pool position from ``start`` on: uniform, seeded, drawn in
-    blocks of :data:`POOL_BLOCK` positions (a pure function of the position)."""
+def pool_members(names, formatted):
+    """The sources of the pool: ``[(member, example indices)]`` and each source's share.
+
+    Every member (dataset) has the same share; a member with ``pool_parts`` (RACE,
+    ARC) splits its share equally between its parts, whatever their sizes.
+    """
+    sources, shares = [], []
+    for d, (name, examples) in enumerate(zip(names, formatted)):
+        parts = registry.get(name).pool_parts
+        if not parts:
+            sources.append((d, list(range(len(examples)))))
+            shares.append(1.0 / len(names))
+            continue
+        for part in parts:
+            rows = [i for i, ex in enumerate(examples) if ex.subset == part]
+            if not rows:
+                raise DataError(name, "pool", "subset", f"examples of each of its parts {parts} "
+                                "(the pool draws them equally)", got=f"none of {part!r}")
+            sources.append((d, rows))
+            shares.append(1.0 / (len(names) * len(parts)))
+    return sources, np.array(shares)
+
+
+def pool_uniforms(seed, start=0):
+    """The pool's seeded uniforms from position ``start`` on, drawn in blocks of
+    :data:`POOL_BLOCK` positions (a pure function of the position)."""
     block, i = divmod(int(start), POOL_BLOCK)
     for b in itertools.count(block):
-        draws = np.random.default_rng([seed, _POOL_TAG, b]).integers(num_datasets,
-                                                                     size=POOL_BLOCK)
-        yield from draws[i:].tolist()
+        yield from np.random.default_rng([seed, _POOL_TAG, b]).random(POOL_BLOCK)[i:].tolist()
         i = 0
 
 
-def _pool_counts(num_datasets, seed, start):
-    """How often each dataset was drawn before position ``start``."""
-    return np.bincount(np.fromiter(itertools.islice(pool_choices(num_datasets, seed), start),
-                                   np.int64, count=start), minlength=num_datasets)
+def _cdf(weights):
+    cdf = np.cumsum(weights) / np.sum(weights)
+    cdf[-1] = 1.0
+    return cdf
+
+
+def pool_choices(shares, seed, start=0, sampler=None, members=None, batch_size=1):
+    """Source index of every pool position from ``start`` on.
+
+    Without a ``sampler`` each position draws a source with probabilities ``shares``
+    (the thesis). With one, global batch ``b`` (positions ``b * batch_size ...``) takes
+    the member ``sampler`` draws for step ``b`` and each position one of that member's
+    sources (``members[source]`` is its member), with their shares.
+    """
+    uniforms = pool_uniforms(seed, start)
+    if sampler is None:
+        cdf = _cdf(shares)
+        yield from (int(np.searchsorted(cdf, u, "right")) for u in uniforms)
+        return
+    members = np.asarray(members)
+    cdfs = [_cdf(np.where(members == d, shares, 0.0)) for d in range(len(sampler.tasks))]
+    step, j = divmod(int(start), batch_size)
+    while True:
+        for task in sampler.schedule(step, step + POOL_BLOCK):
+            cdf = cdfs[sampler.tasks.index(task)]
+            for _ in range(batch_size - j):
+                yield int(np.searchsorted(cdf, next(uniforms), "right"))
+            j = 0
+        step += POOL_BLOCK
 
 
 def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH,
                  seed=0, start_batch=0, task_tokens=None, tokenizer=None, input_context=None,
-                 split="train", mode="dec", mqa_mode="label", pos_tagger=None):
+                 split="train", mode="dec", mqa_mode="label", pos_tagger=None, make_sampler=None):
     """The multi-format pool of general training (thesis §3.3.1): infinite, mixed batches.
 
-    Each example's dataset is drawn uniformly at random (seeded) from ``names``; each
-    dataset walks through its own seeded per-epoch permutations and restarts when
-    exhausted.
+    Each example's dataset is drawn uniformly at random (seeded) from ``names``, and a
+    dataset with parts (RACE middle/high, ARC Easy/Challenge) draws one of them with
+    equal chance (:func:`pool_members`); each source walks through its own seeded
+    per-epoch permutations and restarts when exhausted.
 
     Args:
-        names: registry names (default the seed datasets).
+        names: registry names (default the seven seed datasets).
         data_dir: one directory with a subdirectory per name, or ``{name: directory}``
             (raw files or QA shards, as :func:`qa_dataset`).
         batch_size: global batch size.
         task_tokens: ``{name: task token}`` overrides (default: the registry's
             ``mqa``/``gqa``); check them with :func:`check_task_tokens`.
         pos_tagger: adds ``x["pos_tags"]`` (highlighting); every dataset is tagged once.
+        make_sampler: ``make_sampler({name: training examples per epoch})`` -> a
+            :class:`nemot.training.sampling.TaskSampler` over ``names`` (e.g. annealed
+            sampling, PALs): each global batch then comes from the one dataset it draws,
+            instead of a dataset per example (the thesis).
         Other arguments as :func:`qa_dataset`.
     """
     names = tuple(names)
@@ -467,22 +545,35 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
     missing = [name for name in names if name not in dirs]
     if missing:
         raise ValueError(f"data_dir has no directory for {missing}")
-    arrays = [example_arrays(load_formatted(name, split, data_dir=dirs[name],
-                                            max_text_length=max_text_length,
-                                            task_token=tokens[name], mode=mode,
-                                            mqa_mode=mqa_mode, tokenizer=tokenizer),
-                             max_text_length, pos_tagger)
-              for name in names]
+    formatted = [load_formatted(name, split, data_dir=dirs[name], max_text_length=max_text_length,
+                                task_token=tokens[name], mode=mode, mqa_mode=mqa_mode,
+                                tokenizer=tokenizer)
+                 for name in names]
+    arrays = [example_arrays(f, max_text_length, pos_tagger) for f in formatted]
+    sources, shares = pool_members(names, formatted)
+    sampler = None
+    if make_sampler is not None:
+        sampler = make_sampler({name: epoch_length(f) for name, f in zip(names, formatted)})
+        if tuple(sampler.tasks) != names:
+            raise ValueError(f"sampler tasks {list(sampler.tasks)}: expected the pool's "
+                             f"{list(names)}")
+    units = [[[rows[i] for i in unit] for unit in example_units([formatted[d][r] for r in rows])]
+             for d, rows in sources]
 
     def make_batches():
         start = start_batch * batch_size
-        counts = _pool_counts(len(names), seed, start)
-        orders = [epoch_indices(len(a[0]), (seed, d), counts[d]) for d, a in enumerate(arrays)]
+        draws = functools.partial(pool_choices, shares, seed, sampler=sampler,
+                                  members=[d for d, _ in sources], batch_size=batch_size)
+        # Where each source's stream resumes: how often it was drawn before ``start``.
+        counts = np.bincount(np.fromiter(itertools.islice(draws(0), start), np.int64,
+                                         count=start), minlength=len(sources))
+        choices = draws(start)
+        orders = [training_rows(units[s], (seed, s), counts[s]) for s in range(len(sources))]
 
         def rows():
-            for d in pool_choices(len(names), seed, start):
-                k = next(orders[d])
-                yield tuple(a[k] for a in arrays[d])
+            for s in choices:
+                k = next(orders[s])
+                yield tuple(a[k] for a in arrays[sources[s][0]])
 
         return batches(rows(), batch_size, input_context)
 

@@ -111,3 +111,17 @@ def test_invalid_parameters_and_examples(tok):
         Formatter(tok, task_token="nope")
     with pytest.raises(ValueError, match="label 2 outside"):
         mqa(label=2)
+
+
+def test_multi_part_answer_is_one_target_and_one_gold(tok):
+    ex = gqa(answers=(("Traci", " Gibson"), "Traci"))
+    f = Formatter(tok, max_text_length=32).format(ex)
+    assert f.text == "<p1> Sun. <q> What? <sep> Traci, Gibson </s>"
+    assert f.golds == (("Traci", "Gibson"), "Traci")
+    expanded = list(expand_answers([ex]))
+    assert [e.target_answer for e in expanded] == ["Traci, Gibson", "Traci"]
+    assert all(e.group is None for e in expanded)
+    grouped = list(expand_answers([ex], one_per_epoch=True))
+    assert [e.group for e in grouped] == ["g", "g"]
+    with pytest.raises(ValueError, match="non-empty tuple of string parts"):
+        gqa(answers=((),))

@@ -8,6 +8,7 @@ from nemot.vocab import ADDED_TOKEN_IDS as ADDED, IGNORE_ID
 
 STORY = "Mia planted a bean. It grew tall by June."
 AI2 = "<q> What do plants need? (1) sand (2) light (3) salt (4) ice <sep>"
+QUOREF = "Traci and Gibson drive to Las Vegas. Ren\u00e9e stays home."
 
 # name: (split, number of examples, index, formatted text, golds); hand-written from fixtures.py.
 EXPECTED = {
@@ -17,7 +18,7 @@ EXPECTED = {
     "narrativeqa": ("valid", 1, 0, "<p1> A bean, grown. <q> What grew? <sep> a bean </s>",
                     ("a bean", "the bean")),
     "boolq": ("dev", 2, 1, f"<p1> {STORY} <q> is the bean a rose <sep> no </s>", ("no",)),
-    "boolq_cs": ("test", 1, 0, f"<p1> {STORY} <q> did the bean shrink <sep> no </s>", ("no",)),
+    "boolq_cs": ("test", 2, 1, f"<p1> {STORY} <q> did the bean shrink <sep> no </s>", ("no",)),
     "arc_easy": ("test", 2, 1, f"{AI2} (3)", ("(3)",)),
     "arc_challenge": ("dev", 2, 0, f"{AI2} (2)", ("(2)",)),
     "obqa": ("train", 1, 0, f"{AI2} (2)", ("(2)",)),
@@ -30,15 +31,16 @@ EXPECTED = {
                           "(2) to sleep (3) to swim <sep> (1)", ("(1)",)),
     "winogrande": ("dev", 1, 0, "<q> The bean beat the rose because _ grew faster. (1) the bean "
                                 "(2) the rose <sep> (2)", ("(2)",)),
-    "quoref": ("dev", 2, 1, f"<p1> {STORY} <q> Who ate the bean? <sep> </s>", ("",)),
-    "quoref_contrast": ("test", 2, 0, f"<p1> {STORY} <q> What grew tall? <sep> a bean </s>",
-                        ("a bean", "bean")),
+    "quoref": ("dev", 2, 0, f"<p1> {QUOREF} <q> Who drives to Las Vegas? <sep> Traci, Gibson </s>",
+               (("Traci", "Gibson"),)),
+    "quoref_contrast": ("test", 2, 1, f"<p1> {QUOREF} <q> Who stays home? <sep> Ren\u00e9e </s>",
+                        ("Ren\u00e9e",)),
     "ropes": ("dev", 2, 0, "<p1> Beans grow in sun. Mia's bean is in sun. <q> What grew tall? <sep> "
                            "a bean </s>", ("a bean", "bean")),
     "ropes_contrast": ("test", 2, 0, "<p1> Beans grow in sun. Mia's bean is in sun. <q> What grew "
                                      "tall? <sep> a bean </s>", ("a bean", "bean")),
-    "drop": ("dev", 2, 0, f"<p1> {STORY} <q> How many beans? <sep> 1 </s>", ("1", "one")),
-    "drop_contrast": ("test", 2, 1, f"<p1> {STORY} <q> When was it tall? <sep> June 2020 </s>",
+    "drop": ("dev", 4, 0, f"<p1> {STORY} <q> How many beans? <sep> 1 </s>", ("1", "one")),
+    "drop_contrast": ("test", 4, 1, f"<p1> {STORY} <q> When was it tall? <sep> June 2020 </s>",
                       ("June 2020",)),
 }
 
@@ -86,23 +88,48 @@ def test_subsets_and_unlabelled_test_files(raw_dirs):
         assert test.label is None
 
 
-def test_language_modelling_clean_ups(raw_dirs):
-    assert registry.load_examples("wikitext2", "test", raw_dirs["wikitext2"]) == [
-        "The bean is a  seed .    It grows in sun .", "A rose is red ."]
-    assert registry.load_examples("ptb", "valid", raw_dirs["ptb"]) == ["the bean grew   a rose fell"]
+def test_language_modelling_clean_ups_keep_the_original_spacing(raw_dirs):
+    # The original code's text, space for space: lines concatenated without their
+    # newlines, blank lines skipped, a sub-heading line leaving its two outer spaces.
+    wiki = registry.load_examples("wikitext2", "test", raw_dirs["wikitext2"])
+    assert wiki[0] == " The bean is a  seed .    It grows in sun . "
+    assert wiki[2] == " A rose is red . "
+    # PTB: " ".join of the lines, then newline -> space (the original's join-lines).
+    assert registry.load_examples("ptb", "valid", raw_dirs["ptb"]) == [
+        " the bean grew    a rose fell  "]
     assert registry.load_examples("lambada", "test", raw_dirs["lambada"]) == [
         "she said  it isnt mine  to him", "the end"]
 
 
+def test_language_modelling_collapse_spaces_switch(raw_dirs):
+    load = lambda name, split: registry.load_examples(  # noqa: E731
+        name, split, raw_dirs[name], collapse_spaces=True)
+    assert load("wikitext2", "test")[0] == "The bean is a seed . It grows in sun ."
+    assert load("ptb", "valid") == ["the bean grew a rose fell"]
+    assert load("lambada", "test") == ["she said it isnt mine to him", "the end"]
+    for name, split in (("wikitext2", "test"), ("ptb", "test"), ("lambada", "test")):
+        assert all("  " not in doc and doc == doc.strip() for doc in load(name, split))
+
+
 def test_registry_names_and_seed_datasets():
-    assert set(registry.SEED_DATASETS) == {"race", "squad_v2", "narrativeqa", "boolq", "arc_easy",
-                                           "arc_challenge", "obqa", "mctest"}
+    assert set(registry.SEED_DATASETS) == {"race", "squad_v2", "narrativeqa", "boolq", "arc",
+                                           "obqa", "mctest"}
     assert registry.get("squad_v2").metric == "f1" and registry.get("narrativeqa").metric == "rouge_l"
     assert registry.get("race").task == "mqa" and registry.get("boolq").task == "gqa"
-    with pytest.raises(KeyError, match="known: arc_challenge"):
+    with pytest.raises(KeyError, match="known: arc, arc_challenge"):
         registry.get("squad")
     with pytest.raises(ValueError, match="splits"):
-        registry.load_examples("race", "validation", "/nonexistent")
+        registry.load_examples("race", "training", "/nonexistent")
+
+
+def test_arc_is_one_dataset_of_both_parts(raw_dirs):
+    both = registry.load_examples("arc", "dev", raw_dirs["arc"])
+    easy = registry.load_examples("arc_easy", "dev", raw_dirs["arc"])
+    challenge = registry.load_examples("arc_challenge", "dev", raw_dirs["arc"])
+    assert both == easy + challenge and len(easy) and len(challenge)
+    assert {ex.subset for ex in both} == set(registry.get("arc").pool_parts) == {"easy",
+                                                                                 "challenge"}
+    assert registry.get("race").pool_parts == ("middle", "high")
 
 
 # ---- bad input: each error names the file, the line or key, the field and what was expected.
@@ -137,7 +164,8 @@ def test_label_outside_options(tmp_path, raw_dirs):
     path.write_text(json.dumps({"article": "a", "questions": ["q"], "options": [["x", "y", "z", "w"]],
                                 "answers": ["E"]}))
     (tmp_path / "dev" / "middle").mkdir()
-    (tmp_path / "dev" / "middle" / "1.txt").write_text((raw_dirs["race"] / "dev/middle/1.txt").read_text())
+    (tmp_path / "dev" / "middle" / "1.txt").write_text(
+        (raw_dirs["race"] / "RACE/dev/middle/1.txt").read_text())
     with pytest.raises(DataError, match=r"9\.txt: question 0: field 'answers': expected one of the "
                                         r"option labels \['A', 'B', 'C', 'D'\], got 'E'"):
         registry.load_examples("race", "dev", tmp_path)
@@ -153,8 +181,8 @@ def test_missing_labels_file(tmp_path, raw_dirs):
     with pytest.raises(DataError, match=r"valid-labels\.lst: field 'labels': expected a labels file "
                                         r"with 2 lines, got 'missing file'"):
         registry.load_examples("piqa", "valid", tmp_path)
-    (tmp_path / "mc160.dev.tsv").write_text((raw_dirs["mctest"] / "mc160.dev.tsv").read_text())
-    with pytest.raises(DataError, match=r"mc160\.dev\.ans: field 'answers'.*missing file"):
+    (tmp_path / "mc160.dev.tsv").write_text((raw_dirs["mctest"] / "MCTest/mc160.dev.tsv").read_text())
+    with pytest.raises(DataError, match=r"mc160\.dev\.ans: field 'answers'.*MCTestAnswers.*missing file"):
         list(registry.get("mctest").read(tmp_path, "dev", subsets=("mc160",)))
 
 
@@ -168,7 +196,7 @@ def test_labels_file_with_wrong_count(tmp_path, raw_dirs):
 def test_split_with_no_files(tmp_path):
     (tmp_path / "train.jsonl").write_text("")
     with pytest.raises(DataError, match=r"split 'dev': field 'files': expected at least one file "
-                                        r"matching dev\.jsonl, got 'none'"):
+                                        r"matching dev\.jsonl \(in it or in BoolQ/\), got 'none'"):
         registry.load_examples("boolq", "dev", tmp_path)
     with pytest.raises(DataError, match="expected an existing directory"):
         registry.load_examples("race", "dev", tmp_path / "missing")
@@ -186,7 +214,8 @@ def test_drop_answer_without_content(tmp_path):
 def test_narrativeqa_question_without_summary(tmp_path, raw_dirs):
     (tmp_path / "third_party/wikipedia").mkdir(parents=True)
     (tmp_path / "third_party/wikipedia/summaries.csv").write_text("document_id,set,summary\n")
-    (tmp_path / "qaps.csv").write_text((raw_dirs["narrativeqa"] / "qaps.csv").read_text())
+    (tmp_path / "qaps.csv").write_text(
+        (raw_dirs["narrativeqa"] / "narrativeqa-master/qaps.csv").read_text())
     with pytest.raises(DataError, match=r"qaps\.csv: line 2: field 'document_id': expected a document "
                                         r"with a summary"):
         registry.load_examples("narrativeqa", "train", tmp_path)

@@ -55,6 +55,27 @@ def test_rouge_l_lcs_f_measure():
     assert metrics.rouge_l("", "cat") == 0.0
 
 
+def test_rouge_l_thesis_is_the_rouge_package_the_original_code_used():
+    # Case-sensitive: only "cat" is common; P = R = 1/2. rouge-score lower-cases.
+    assert metrics.rouge_l_thesis("The cat", "the cat") == pytest.approx(0.5, abs=1e-7)
+    assert metrics.rouge_l("The cat", "the cat") == 1.0
+    # Whitespace tokens: "Mary's" is not "Mary" + "'s"; P = 1/2, R = 1/3, F = 0.4.
+    assert metrics.rouge_l_thesis("Mary's mother", "Mary 's mother") == pytest.approx(0.4, abs=1e-7)
+    assert metrics.rouge_l("Mary's mother", "Mary 's mother") == 1.0
+    # Distinct words are counted: n = |{the, cat}| = 2, so a repeated word costs nothing.
+    assert metrics.rouge_l_thesis("the the cat", "the cat") == pytest.approx(1.0, abs=1e-7)
+    assert metrics.rouge_l("the the cat", "the cat") == pytest.approx(0.8)
+    # Sentences split at ".": "3.5" is the words "3" and "5"; P = 2/3, R = 1, F = 0.8.
+    assert metrics.rouge_l_thesis("3.5 apples", "3 apples") == pytest.approx(0.8, abs=1e-7)
+    # Of the two LCSs of length 2 the package reconstructs "a a" (one distinct word).
+    assert metrics.rouge_l_thesis("a a b", "a b a") == pytest.approx(0.5, abs=1e-7)
+    # The package raises on an empty text; the original code scored it 0.
+    assert metrics.rouge_l_thesis("", "cat") == 0.0 and metrics.rouge_l_thesis("...", "cat") == 0.0
+    assert metrics.rouge_l_thesis("cat", ["dog", "cat"]) == pytest.approx(1.0, abs=1e-7)
+    # The package's 1e-8 guard is kept: identical texts score just under 1.
+    assert 1 - 1e-8 < metrics.rouge_l_thesis("cat", "cat") < 1.0
+
+
 def test_accuracy_is_exact_after_stripping():
     predictions = ["(1)", " (2) ", "(3)", "Yes"]
     golds = ["(1)", "(2)", ["(1)", "(2)"], "yes"]
@@ -96,8 +117,29 @@ def test_drop_answer_strings():
     assert metrics.drop_answer_strings(
         {"number": "", "date": {"day": "3", "month": "May", "year": "1990"}, "spans": []}
     ) == ("3 May 1990",)
+    # A year-only date is the year, as the DROP reader reads it (not "  1615").
+    assert metrics.drop_answer_strings(
+        {"number": "", "date": {"day": "", "month": "", "year": "1615"}, "spans": []}) == ("1615",)
     with pytest.raises(ValueError, match="number"):
         metrics.drop_answer_strings({"answer": "x"})
+
+
+def test_multi_part_golds_are_one_answer():
+    # Quoref's "Traci" + "Gibson": a partial prediction is half right with the official rule.
+    gold = [("Traci", "Gibson")]
+    assert metrics.drop_f1("Traci", gold) == 0.5
+    # A text prediction is read as the parts the target lists ("Traci, Gibson").
+    assert metrics.drop_f1("Traci, Gibson", gold) == 1.0
+    assert metrics.drop_f1("Gibson, Traci", [["Traci", "Gibson"]]) == 1.0
+    # Against a one-part gold a comma stays inside the one span.
+    assert metrics.drop_f1("Boston, Massachusetts", "Boston, Massachusetts") == 1.0
+    # One country of a five-country answer: 0.2, not 1.0.
+    countries = [("France", "Spain", "Italy", "Greece", "Malta")]
+    assert metrics.drop_f1("Spain", countries) == 0.2
+    # SQuAD F1 and ROUGE-L see a multi-part gold as its text.
+    assert metrics.f1("Traci", gold) == pytest.approx(2 / 3)
+    assert metrics.rouge_l("Traci Gibson", gold) == 1.0
+    assert metrics.score("drop_f1", ["Traci", "Traci, Gibson"], [gold, gold]) == 0.75
 
 
 def test_aggregate_by_subset_race_and_arc():
@@ -116,7 +158,8 @@ def test_aggregate_by_subset_race_and_arc():
 def test_score_uses_the_registry_and_means_over_questions():
     assert metrics.score("f1", ["cat", "dog"], ["cat", "cat"]) == 0.5
     assert metrics.score("exact_match", ["a cat"], [["dog", "cat"]]) == 1.0
-    assert set(metrics.METRICS) == {"accuracy", "f1", "exact_match", "rouge_l", "drop_f1"}
+    assert set(metrics.METRICS) == {"accuracy", "f1", "exact_match", "rouge_l", "rouge_l_thesis",
+                                    "drop_f1"}
     with pytest.raises(ValueError, match="unknown metric 'bleu'"):
         metrics.get_metric("bleu")
 

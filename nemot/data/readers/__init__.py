@@ -1,8 +1,10 @@
 """One small reader per dataset family; all share :mod:`nemot.data.readers.common`
 and yield :class:`nemot.data.QAExample` (language-modelling sets yield strings).
 
-Every reader reads the raw files of its dataset from a local directory
-(``read(data_dir, split)``) and, with the network and the ``datasets`` package,
-from the Hugging Face hub (``read_hub(split)``; not testable offline).
+Every reader reads the raw files of its dataset, as the authors publish them, from a
+local directory (``read(data_dir, split)``; ``data_dir`` is the archive's top folder or
+the folder holding it) and, with the network and the optional ``datasets`` package,
+from the Hugging Face hub (``read_hub(split)``; the network is touched only in
+:func:`nemot.data.readers.common.hub_rows`, which the tests feed offline).
 Use them by name through :mod:`nemot.data.registry`.
 """

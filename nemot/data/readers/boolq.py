@@ -3,7 +3,8 @@
 BoolQ: ``train.jsonl``/``dev.jsonl`` with ``passage``, ``question``, ``answer`` (bool).
 BoolQ-CS: ``boolq_perturbed.json``: ``data[].{paragraph, question, answer,
 perturbed_questions[].{perturbed_q, answer}}`` with answers ``"TRUE"``/``"FALSE"``;
-the contrast set is the perturbed questions.
+the contrast set is each original question followed by its perturbations (as the
+original code read it, so results compare with thesis Table 3.8).
 Format ``<p1> passage <q> question <sep>`` -> ``yes``/``no`` ``</s>``.
 """
 
@@ -23,7 +24,7 @@ def _answer(value, path, where, key="answer"):
 
 def read(data_dir, split):
     """BoolQ examples of ``split`` (``train``/``dev``) from the raw directory."""
-    for path in common.find_files(data_dir, [f"{split}.jsonl"], split):
+    for path in common.find_files(data_dir, [f"{split}.jsonl"], split, ("BoolQ",)):
         for line_no, record in common.iter_jsonl(path):
             yield common.generative(
                 "boolq", f"{split}-{line_no}", common.get(record, "question", path, line_no),
@@ -32,27 +33,29 @@ def read(data_dir, split):
 
 
 def read_hub(split):
-    """BoolQ from the Hugging Face hub (``google/boolq``; needs the network, untested offline)."""
-    hub_split = {"dev": "validation"}.get(split, split)
-    for i, row in enumerate(common.hub_rows("google/boolq", None, hub_split)):
+    """BoolQ from the Hugging Face hub (``google/boolq``: ``question``, ``answer`` (bool),
+    ``passage``)."""
+    for i, row in enumerate(common.hub_rows("google/boolq", None, common.hub_split(split))):
         yield common.generative("boolq", f"{split}-{i}", row["question"], [_WORDS[row["answer"]]],
                                 passage=row["passage"])
 
 
 def read_contrast(data_dir, split="test"):
-    """BoolQ-CS perturbed questions from ``boolq_perturbed.json`` (only split ``test``).
+    """BoolQ-CS from ``boolq_perturbed.json`` (only split ``test``): each original
+    question (id ``i``), then its perturbations (ids ``i-j``).
 
     The real file starts with a template entry (answer ``"Gold Answer"``) and has
     blank perturbations left by annotators; both are skipped, anything else malformed raises.
     """
-    (path,) = common.find_files(data_dir, ["boolq_perturbed.json", "BoolQ/boolq_perturbed.json"],
-                                split)
+    (path,) = common.find_files(data_dir, ["boolq_perturbed.json"], split, ("BoolQ",))
     data = common.get(common.read_json(path), "data", path, "top level", list, "a list")
     for i, entry in enumerate(data):
         where = f"data[{i}]"
         if entry.get("answer") == "Gold Answer":
             continue
         paragraph = common.get(entry, "paragraph", path, where)
+        yield common.generative("boolq_cs", str(i), common.get(entry, "question", path, where),
+                                [_answer(entry.get("answer"), path, where)], passage=paragraph)
         perturbed = common.get(entry, "perturbed_questions", path, where, list, "a list")
         for j, item in enumerate(perturbed):
             question = common.get(item, "perturbed_q", path, f"{where}.perturbed_questions[{j}]")

@@ -14,20 +14,32 @@ from nemot.data.format import DataError, QAExample
 _MISSING = object()
 
 
-def find_files(data_dir, patterns, split):
-    """Files of ``split`` under ``data_dir``: the first glob pattern that matches anything.
+def search_dirs(data_dir, tops=()):
+    """``data_dir`` and, where they exist, ``data_dir/top`` for each archive top folder.
 
-    Raises :class:`DataError` when no pattern matches (a split with no files).
+    A dataset archive unpacks to a top folder (``RACE/``, ``wikitext-2/``, ...);
+    ``data_dir`` may point at that folder or at the one holding it.
     """
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise DataError(data_dir, None, "data_dir", "an existing directory")
-    for pattern in patterns:
-        files = sorted(p for p in data_dir.glob(pattern) if p.is_file())
-        if files:
-            return files
+    return [data_dir] + [data_dir / top for top in tops if (data_dir / top).is_dir()]
+
+
+def find_files(data_dir, patterns, split, tops=()):
+    """Files of ``split``: the first glob pattern that matches anything, under ``data_dir``
+    or inside one of the archive top folders ``tops`` below it (see :func:`search_dirs`).
+
+    Raises :class:`DataError` when no pattern matches (a split with no files).
+    """
+    for directory in search_dirs(data_dir, tops):
+        for pattern in patterns:
+            files = sorted(p for p in directory.glob(pattern) if p.is_file())
+            if files:
+                return files
+    inside = f" (in it or in {', '.join(t + '/' for t in tops)})" if tops else ""
     raise DataError(data_dir, f"split {split!r}", "files",
-                    f"at least one file matching {' or '.join(patterns)}", got="none")
+                    f"at least one file matching {' or '.join(patterns)}{inside}", got="none")
 
 
 def read_json(path):
@@ -130,8 +142,15 @@ def multiple_choice(dataset, id, question, options, label, passage=None, subset=
                      answers=answers, label=label, task="mqa", dataset=dataset, subset=subset)
 
 
+def parts_answer(parts):
+    """One gold answer from its parts: the string itself for one part, else a tuple."""
+    parts = tuple(parts)
+    return parts[0] if len(parts) == 1 else parts
+
+
 def generative(dataset, id, question, answers, passage=None, subset=None):
-    """A generative :class:`QAExample`; duplicate golds are dropped, order kept."""
+    """A generative :class:`QAExample`; ``answers`` are alternatives, each a string or a
+    tuple of parts (:func:`parts_answer`); duplicates are dropped, order kept."""
     return QAExample(id=str(id), question=question, passage=passage,
                      answers=tuple(dict.fromkeys(answers)), task="gqa", dataset=dataset,
                      subset=subset)
@@ -142,11 +161,13 @@ def squad_context(paragraph, where, path):
     return get(paragraph, "context", path, where)
 
 
-def squad_style(path, dataset, context=squad_context):
+def squad_style(path, dataset, context=squad_context, parts=False):
     """Examples of a SQuAD-format file: ``data[].paragraphs[].{context, qas[]}``.
 
     ``context`` builds the passage from a paragraph (ROPES joins background and
-    situation). Unanswerable questions (``is_impossible``) get no golds.
+    situation). Unanswerable questions (``is_impossible``) get no golds. With
+    ``parts`` the ``answers`` list is one answer made of all its entries (Quoref);
+    otherwise each entry is an alternative answer (SQuAD's several annotators).
     """
     document = read_json(path)
     articles = get(document, "data", path, "top level", list, "a list of articles")
@@ -163,20 +184,30 @@ def squad_style(path, dataset, context=squad_context):
                                     "at least one answer unless is_impossible is true", got=[])
                 texts = [get(a, "text", path, f"{qwhere}.answers[{m}]")
                          for m, a in enumerate(answers)]
+                if parts and texts:
+                    texts = [parts_answer(texts)]
                 yield generative(dataset, get(qa, "id", path, qwhere),
                                  get(qa, "question", path, qwhere), texts, passage=passage)
 
 
 def hub_rows(name, config=None, split="train"):
-    """Rows of a Hugging Face ``datasets`` dataset (needs the network; not tested offline).
+    """Rows of a Hugging Face ``datasets`` dataset: the one place a reader touches the network.
 
-    Imported lazily so that the package works without ``datasets`` installed.
+    ``datasets`` is the optional extra ``hub`` (``pip install nemot[hub]``), imported
+    lazily so that the package works without it. The tests replace
+    ``datasets.load_dataset`` with a dataset they build offline with the hub
+    dataset's real columns and feature types.
     """
     try:
         import datasets
     except ImportError as err:
         raise ImportError(
-            f"loading {name!r} from the Hugging Face hub needs the `datasets` package "
-            "(pip install datasets) and network access; offline, pass data_dir= with the raw "
-            "files instead") from err
+            f"loading {name!r} from the Hugging Face hub needs the optional `datasets` package "
+            "(pip install 'nemot[hub]') and network access; offline, pass data_dir= with the "
+            "raw files instead") from err
     return datasets.load_dataset(name, config, split=split)
+
+
+def hub_split(split):
+    """The hub's name of a split: ``validation`` for ``dev``/``valid``."""
+    return {"dev": "validation", "valid": "validation"}.get(split, split)

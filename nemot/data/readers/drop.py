@@ -3,35 +3,37 @@
 question, answer, validated_answers}]}}``.
 
 An answer is a number, else a date written "day month year" (empty parts left
-out), else its spans (each span one gold). Golds are the main answer plus the
-validated answers. (The original code kept only the validated answers when
-present, dropping the main answer; we keep both.) Format
-``<p1> passage <q> question <sep>`` -> ``answer </s>``.
+out: a year-only date is ``"1615"``), else its spans; several spans are one answer
+made of all of them (a tuple of parts, trained on joined by ``", "`` and scored
+with the official multi-span rule, :func:`nemot.evaluation.metrics.drop_f1`).
+Golds are the main answer plus the validated answers, as alternatives. (The
+original code kept only the validated answers when present and made every span
+a separate alternative; we keep both answers and each answer's spans together.)
+Format ``<p1> passage <q> question <sep>`` -> ``answer </s>``.
 """
 
 from nemot.data.format import DataError
 from nemot.data.readers import common
 
-FILES = {"drop": {"train": ["drop_dataset_train.json", "drop_dataset/drop_dataset_train.json"],
-                  "dev": ["drop_dataset_dev.json", "drop_dataset/drop_dataset_dev.json"]},
-         "drop_contrast": {"test": ["drop_contrast_sets_test.json",
-                                    "DROP/drop_contrast_sets_test.json"]}}
+FILES = {"drop": {"train": ["drop_dataset_train.json"], "dev": ["drop_dataset_dev.json"]},
+         "drop_contrast": {"test": ["drop_contrast_sets_test.json"]}}
+TOPS = {"drop": ("drop_dataset",), "drop_contrast": ("DROP",)}
 
 
-def answer_strings(answer, path, where):
-    """The gold strings of one DROP answer object."""
+def answer_parts(answer, path, where):
+    """One DROP answer object as a gold answer: a string, or a tuple of its spans."""
     if not isinstance(answer, dict):
         raise DataError(path, where, "answer", "an object with number, date and spans", got=answer)
     number = str(answer.get("number", "") or "")
     if number:
-        return [number]
+        return number
     date = answer.get("date") or {}
-    parts = [str(date.get(k, "") or "") for k in ("day", "month", "year")]
+    parts = [str(date.get(k, "") or "").strip() for k in ("day", "month", "year")]
     if any(parts):
-        return [" ".join(p for p in parts if p)]
+        return " ".join(p for p in parts if p)
     spans = answer.get("spans") or []
     if spans and all(isinstance(s, str) for s in spans):
-        return list(spans)
+        return common.parts_answer(spans)
     raise DataError(path, where, "answer", "a number, a date or a list of spans", got=answer)
 
 
@@ -39,7 +41,7 @@ def read(data_dir, split, name="drop"):
     """DROP (``name="drop"``, train/dev) or its contrast set (``"drop_contrast"``, test)."""
     if split not in FILES[name]:
         raise ValueError(f"{name} has splits {sorted(FILES[name])}, got {split!r}")
-    (path,) = common.find_files(data_dir, FILES[name][split], split)
+    (path,) = common.find_files(data_dir, FILES[name][split], split, TOPS[name])
     document = common.read_json(path)
     if not isinstance(document, dict):
         raise DataError(path, "top level", "(document)", "an object keyed by passage id",
@@ -49,18 +51,22 @@ def read(data_dir, split, name="drop"):
         pairs = common.get(entry, "qa_pairs", path, f"key {passage_id!r}", list, "a list")
         for i, qa in enumerate(pairs):
             where = f"key {passage_id!r}.qa_pairs[{i}]"
-            golds = answer_strings(qa.get("answer"), path, where)
+            golds = [answer_parts(qa.get("answer"), path, where)]
             for k, validated in enumerate(qa.get("validated_answers") or []):
-                golds += answer_strings(validated, path, f"{where}.validated_answers[{k}]")
+                golds.append(answer_parts(validated, path, f"{where}.validated_answers[{k}]"))
             yield common.generative(name, qa.get("query_id", f"{passage_id}#{i}"),
                                     common.get(qa, "question", path, where), golds, passage=passage)
 
 
 def read_hub(split, name="drop"):
-    """DROP from the Hugging Face hub (``ucinlp/drop``: span answers only; untested offline)."""
+    """DROP from the Hugging Face hub (``ucinlp/drop``: the main answer only, its
+    ``answers_spans.spans`` one answer; no validated answers, no contrast set)."""
     if name != "drop":
         raise ValueError("the DROP contrast set is not on the hub; pass data_dir=")
-    hub_split = {"dev": "validation"}.get(split, split)
-    for row in common.hub_rows("ucinlp/drop", None, hub_split):
+    for row in common.hub_rows("ucinlp/drop", None, common.hub_split(split)):
+        spans = row["answers_spans"]["spans"]
+        if not spans:
+            raise DataError("hub:ucinlp/drop", row["query_id"], "answers_spans.spans",
+                            "at least one span", got=[])
         yield common.generative("drop", row["query_id"], row["question"],
-                                row["answers_spans"]["spans"], passage=row["passage"])
+                                [common.parts_answer(spans)], passage=row["passage"])

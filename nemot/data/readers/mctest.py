@@ -1,5 +1,8 @@
-"""MCTest (Richardson et al., 2013): ``mc160/mc500.{train,dev,test}.tsv`` with answers
-in the ``.ans`` file of the same name (one line per story, four letters).
+"""MCTest (Richardson et al., 2013): ``MCTest/mc160/mc500.{train,dev,test}.tsv`` with answers
+in the ``.ans`` file of the same name (one line per story, four letters). The authors
+ship the test answers separately, in ``MCTestAnswers/`` (``MCTestAnswers.zip``): an
+``.ans`` file is looked for beside its ``.tsv``, then in ``MCTestAnswers/`` inside
+``data_dir`` or beside the ``MCTest/`` folder.
 
 TSV columns: id, properties, story, then four times (question, A, B, C, D).
 The story's ``\\newline``/``\\tab`` markers become spaces and the question's
@@ -8,6 +11,7 @@ The story's ``\\newline``/``\\tab`` markers become spaces and the question's
 """
 
 import re
+from pathlib import Path
 
 from nemot.data.format import DataError
 from nemot.data.readers import common
@@ -25,15 +29,25 @@ def clean_story(story):
     return re.sub(r"\s+", " ", story.replace("\\newline", " ").replace("\\tab", " ")).strip()
 
 
+def answer_file(data_dir, tsv):
+    """The ``.ans`` file of ``tsv``: beside it, else in an ``MCTestAnswers/`` folder."""
+    name = tsv.with_suffix(".ans").name
+    places = [tsv.parent, Path(data_dir) / "MCTestAnswers", tsv.parent.parent / "MCTestAnswers"]
+    for place in places:
+        if (place / name).is_file():
+            return place / name
+    raise DataError(tsv.with_suffix(".ans"), None, "answers",
+                    f"an answer file {name} next to {tsv.name} or in MCTestAnswers/ "
+                    f"(looked in {', '.join(str(p) for p in dict.fromkeys(places))})",
+                    got="missing file")
+
+
 def read(data_dir, split, subsets=SUBSETS):
     """MCTest examples of ``split`` from the raw directory (both subsets by default)."""
     for subset in subsets:
-        (path,) = common.find_files(data_dir, [f"{subset}.{split}.tsv", f"MCTest/{subset}.{split}.tsv"],
-                                    f"{subset}.{split}")
-        ans_path = path.with_suffix(".ans")
-        if not ans_path.is_file():
-            raise DataError(ans_path, None, "answers", f"an answer file next to {path.name}",
-                            got="missing file")
+        (path,) = common.find_files(data_dir, [f"{subset}.{split}.tsv"], f"{subset}.{split}",
+                                    ("MCTest",))
+        ans_path = answer_file(data_dir, path)
         rows = list(common.iter_tsv(path, COLUMNS))
         answers = list(common.iter_tsv(ans_path))
         if len(rows) != len(answers):
@@ -54,11 +68,13 @@ def read(data_dir, split, subsets=SUBSETS):
 
 
 def read_hub(split, subsets=SUBSETS):
-    """MCTest from the Hugging Face hub (``sagnikrayc/mctest``; untested offline)."""
-    hub_split = {"dev": "validation"}.get(split, split)
+    """MCTest from the Hugging Face hub (``sagnikrayc/mctest``, configs ``mc160``/``mc500``:
+    ``idx.{story, question}``, ``question``, ``story``, ``answer_options.{A..D}``, ``answer``)."""
     for subset in subsets:
-        for row in common.hub_rows("sagnikrayc/mctest", subset, hub_split):
+        for row in common.hub_rows("sagnikrayc/mctest", subset, common.hub_split(split)):
             options = [row["answer_options"][letter] for letter in LETTERS]
-            yield common.multiple_choice("mctest", row["idx"], _PREFIX.sub("", row["question"]),
+            idx = row["idx"]
+            yield common.multiple_choice("mctest", f"{idx['story']}#{idx['question']}",
+                                         _PREFIX.sub("", row["question"]),
                                          options, LETTERS.index(row["answer"]),
                                          passage=clean_story(row["story"]), subset=subset)

@@ -4,13 +4,17 @@
 the column ``set`` (train/valid/test).
 
 Format ``<p1> summary <q> question <sep>`` -> ``answer1`` or ``answer2`` ``</s>``;
-golds are both answers (training expands to one example per answer).
+golds are both answers. Training takes one of the two per question and epoch, drawn
+at random (seeded by seed, epoch and question), as the original code did: the
+registry marks the dataset ``train_answers="one"`` and the pipelines choose.
+The download is the repository's zip, ``narrativeqa-master/``.
 """
 
 from nemot.data.format import DataError
 from nemot.data.readers import common
 
 SPLITS = ("train", "valid", "test")
+TOPS = ("narrativeqa-master", "narrativeqa")
 
 
 def read(data_dir, split):
@@ -18,12 +22,12 @@ def read(data_dir, split):
     if split not in SPLITS:
         raise ValueError(f"narrativeqa has splits {SPLITS}, got {split!r}")
     (summaries_path,) = common.find_files(data_dir, ["third_party/wikipedia/summaries.csv"],
-                                          split)
+                                          split, TOPS)
     summaries = {}
     for _, row in common.iter_csv(summaries_path, ("document_id", "set", "summary")):
         if row["set"] == split:
             summaries[row["document_id"]] = row["summary"]
-    (qaps_path,) = common.find_files(data_dir, ["qaps.csv"], split)
+    (qaps_path,) = common.find_files(data_dir, ["qaps.csv"], split, TOPS)
     columns = ("document_id", "set", "question", "answer1", "answer2")
     for line_no, row in common.iter_csv(qaps_path, columns):
         if row["set"] != split:
@@ -38,9 +42,9 @@ def read(data_dir, split):
 
 
 def read_hub(split):
-    """NarrativeQA from the Hugging Face hub (``deepmind/narrativeqa``; untested offline)."""
-    hub_split = {"valid": "validation"}.get(split, split)
-    for i, row in enumerate(common.hub_rows("deepmind/narrativeqa", None, hub_split)):
+    """NarrativeQA from the Hugging Face hub (``deepmind/narrativeqa``: ``document.id``,
+    ``document.summary.text``, ``question.text``, ``answers[].text``)."""
+    for i, row in enumerate(common.hub_rows("deepmind/narrativeqa", None, common.hub_split(split))):
         yield common.generative("narrativeqa", f"{row['document']['id']}:{i}",
                                 row["question"]["text"], [a["text"] for a in row["answers"]],
                                 passage=row["document"]["summary"]["text"])

@@ -33,18 +33,19 @@ def article_examples(record, path, subset):
 
 
 def read(data_dir, split, subsets=SUBSETS):
-    """RACE examples of ``split`` from the raw directory (the one holding train/dev/test)."""
+    """RACE examples of ``split`` from ``RACE/`` (``RACE.tar.gz``) or the folder holding it."""
     for subset in subsets:
         for path in common.find_files(data_dir, [f"{split}/{subset}/*.txt",
-                                                 f"{split}/{subset}/*.json"], f"{split}/{subset}"):
+                                                 f"{split}/{subset}/*.json"], f"{split}/{subset}",
+                                      ("RACE",)):
             yield from article_examples(common.read_json(path), path, subset)
 
 
 def read_hub(split, subsets=SUBSETS):
-    """RACE from the Hugging Face hub (``ehovy/race``; needs the network, untested offline)."""
-    hub_split = {"dev": "validation"}.get(split, split)
+    """RACE from the Hugging Face hub (``ehovy/race``, configs ``middle``/``high``:
+    ``example_id``, ``article``, ``question``, ``options``, ``answer``)."""
     for subset in subsets:
-        for row in common.hub_rows("ehovy/race", subset, hub_split):
+        for row in common.hub_rows("ehovy/race", subset, common.hub_split(split)):
             record = {"article": row["article"], "questions": [row["question"]],
                       "options": [row["options"]], "answers": [row["answer"]],
                       "id": row["example_id"]}
