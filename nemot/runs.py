@@ -76,15 +76,60 @@ def experiment_module(name, source="config"):
                      f"{sorted(REPRODUCTIONS)} or a dotted module path")
 
 
-def reproduction_of(path):
-    """The ``reproduction`` key of the TOML config at ``path``."""
+def read_config(path):
+    """The TOML dict of an experiment config; errors name the file."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such config") from None
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path}: not valid TOML: {error}") from None
+
+
+def apply_overrides(raw, overrides, tables, source="config"):
+    """A copy of the TOML dict ``raw`` with ``KEY=VALUE`` overrides applied: top-level
+    keys (``seeds=[0, 1]``) or ``<table>.<key>`` for one of ``tables``
+    (``train.epochs=1``); values are TOML, else strings."""
+    from nemot.training.run_config import parse_override
+
+    raw = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    for text in overrides:
+        path, value = parse_override(text)
+        if len(path) == 2 and path[0] not in tables:
+            raise ValueError(f"{source}: override {text!r}: expected a top-level key or one "
+                             f"of {', '.join(f'{t}.*' for t in tables)}")
+        target = raw if len(path) == 1 else raw.setdefault(path[0], {})
+        target[path[-1]] = value
+    return raw
+
+
+def protocol_keys(raw, tables, source="config"):
+    """``{name, output_dir, seeds, variants}`` of a config's TOML dict, checked: the
+    protocol's top-level keys, ``[variants.<name>]`` tables and the package's ``tables``
+    are the only keys; ``seeds`` defaults to ``[0]``."""
+    known = {"reproduction", "name", "output_dir", "seeds", "variants", *tables}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValueError(f"{source}: unknown key(s) {unknown}; expected some of {sorted(known)}")
+    for key in ("name", "output_dir"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise ValueError(f"{source}: {key}: expected a non-empty string, got "
+                             f"{raw.get(key)!r}")
+    seeds = raw.get("seeds", [0])
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
+        raise ValueError(f"{source}: seeds: expected a list of integers, got {seeds!r}")
+    variants = raw.get("variants", {})
+    if not variants or not all(isinstance(v, dict) for v in variants.values()):
+        raise ValueError(f"{source}: variants: expected one [variants.<name>] table per "
+                         "variant")
+    return {"name": raw["name"], "output_dir": raw["output_dir"], "seeds": tuple(seeds),
+            "variants": variants}
+
+
+def reproduction_of(path):
+    """The ``reproduction`` key of the TOML config at ``path``."""
+    raw = read_config(path)
     if not isinstance(raw.get("reproduction"), str):
         raise ValueError(f"{path}: reproduction: expected a top-level key naming the "
                          f"reproduction, one of {sorted(REPRODUCTIONS)}")

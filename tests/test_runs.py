@@ -143,6 +143,14 @@ def test_bad_configs_and_directories_are_named(tmp_path):
     unknown.write_text('reproduction = "nope"\n')
     with pytest.raises(ValueError, match="reproduction 'nope': expected one of \\[.*'modact'"):
         runs.load(unknown)
+    with pytest.raises(ValueError, match="cfg: unknown key\\(s\\) \\['trian'\\]; expected some of"):
+        runs.protocol_keys({"name": "x", "output_dir": "o", "trian": {}}, ("train",), "cfg")
+    with pytest.raises(ValueError, match="cfg: seeds: expected a list of integers, got 3"):
+        runs.protocol_keys({"name": "x", "output_dir": "o", "seeds": 3}, (), "cfg")
+    with pytest.raises(ValueError, match="cfg: override 'loss.x=1': expected a top-level key"):
+        runs.apply_overrides({}, ["loss.x=1"], ("train",), "cfg")
+    assert runs.apply_overrides({"train": {"a": 1}}, ["train.b=[1, 2]", "seeds=[4]"],
+                                ("train",)) == {"train": {"a": 1, "b": [1, 2]}, "seeds": [4]}
     with pytest.raises(FileNotFoundError, match="no runs.json"):
         runs.report(tmp_path)
     out = tmp_path / "out"

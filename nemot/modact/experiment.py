@@ -25,9 +25,8 @@ variants differ in their modulations only.
 
 import dataclasses
 import math
-import tomllib
-from pathlib import Path
 
+from nemot import runs
 from nemot.modact import data, models
 from nemot.modact.data import DataConfig
 
@@ -64,8 +63,7 @@ PAPER_NOTES = {
     "nemot_race": "thesis Table 3.4: NeMoT's RACE validation accuracy 60.02 (epoch 26) "
                   "without a modulated FFN; the variants are ours.",
 }
-TOP_LEVEL = {"reproduction", "name", "output_dir", "seeds", "model", "data", "train",
-             "variants"}
+TABLES = ("model", "data", "train")
 NEMOT_MODEL_KEYS = {"architecture", "run_config", "run_overrides"}
 
 
@@ -155,47 +153,18 @@ def _fields(cls, values, where):
         raise ValueError(f"{where}: {error}") from None
 
 
-def _apply_overrides(raw, overrides, source):
-    from nemot.training.run_config import parse_override
-
-    raw = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
-    for text in overrides:
-        path, value = parse_override(text)
-        if len(path) == 1:
-            raw[path[0]] = value
-        elif path[0] in ("model", "data", "train"):
-            raw.setdefault(path[0], {})[path[1]] = value
-        else:
-            raise ValueError(f"{source}: override {text!r}: expected a top-level key or "
-                             "model.*, data.*, train.*")
-    return raw
-
-
 def from_dict(raw, source="<dict>"):
     """An :class:`Experiment` from a TOML-shaped dict; errors name ``source`` and the key."""
-    unknown = sorted(set(raw) - TOP_LEVEL)
-    if unknown:
-        raise ValueError(f"{source}: unknown key(s) {unknown}; expected some of "
-                         f"{sorted(TOP_LEVEL)}")
-    for key in ("name", "output_dir"):
-        if not isinstance(raw.get(key), str) or not raw[key]:
-            raise ValueError(f"{source}: {key}: expected a non-empty string, got "
-                             f"{raw.get(key)!r}")
-    seeds = raw.get("seeds", [0])
-    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
-        raise ValueError(f"{source}: seeds: expected a list of integers, got {seeds!r}")
-    variants = raw.get("variants", {})
-    if not variants or not all(isinstance(v, dict) for v in variants.values()):
-        raise ValueError(f"{source}: variants: expected one [variants.<name>] table per "
-                         "column of the paper's table")
+    protocol = runs.protocol_keys(raw, TABLES, source)
     model = dict(raw.get("model", {}))
-    common = dict(name=raw["name"], output_dir=raw["output_dir"], seeds=tuple(seeds),
-                  model=model, variants=variants, source=source)
+    variants = protocol["variants"]
+    common = dict(protocol, model=model, source=source)
     if model.get("architecture") == "nemot":
         unknown = sorted(set(model) - NEMOT_MODEL_KEYS)
         if unknown or not model.get("run_config"):
             raise ValueError(f"{source}: [model]: a NeMoT experiment takes "
-                             f"{sorted(NEMOT_MODEL_KEYS)} (run_config required), got {sorted(model)}")
+                             f"{sorted(NEMOT_MODEL_KEYS)} (run_config required), got "
+                             f"{sorted(model)}")
         for name, table in variants.items():
             if set(table) - {"modulation"}:
                 raise ValueError(f"{source}: variants.{name}: expected only 'modulation' "
@@ -211,16 +180,11 @@ def from_dict(raw, source="<dict>"):
 
 def load(path, overrides=()):
     """The :class:`Experiment` of the TOML file at ``path`` with ``KEY=VALUE`` overrides."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such config") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path}: not valid TOML: {error}") from None
+    raw = runs.read_config(path)
     if raw.get("reproduction") != "modact":
         raise ValueError(f"{path}: reproduction = {raw.get('reproduction')!r}: expected 'modact'")
-    return from_dict(_apply_overrides(raw, overrides, str(path)), source=str(path))
+    raw = runs.apply_overrides(raw, overrides, TABLES, source=str(path))
+    return from_dict(raw, source=str(path))
 
 
 def variants(experiment):

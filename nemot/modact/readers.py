@@ -33,8 +33,9 @@ def _cifar10_batch(path):
         with open(path, "rb") as f:
             batch = pickle.load(f, encoding="bytes")
     except FileNotFoundError:
+        expected = ", ".join((*CIFAR10_TRAIN_FILES, CIFAR10_TEST_FILE))
         raise FileNotFoundError(f"{path}: missing; expected the CIFAR-10 python version "
-                                f"({', '.join(CIFAR10_TRAIN_FILES)}, {CIFAR10_TEST_FILE})") from None
+                                f"({expected})") from None
     except (pickle.UnpicklingError, EOFError, ValueError) as error:
         raise DataFormatError(f"{path}: not a CIFAR-10 pickle ({error})") from None
     if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
@@ -98,7 +99,8 @@ def read_sst2(path):
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: missing; expected GLUE SST-2 train.tsv / dev.tsv") from None
+        raise FileNotFoundError(f"{path}: missing; expected GLUE SST-2 train.tsv / "
+                                "dev.tsv") from None
     if lines[-1] == "":
         lines.pop()
     header = lines[0].split("\t") if lines else []

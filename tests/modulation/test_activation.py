@@ -202,7 +202,8 @@ def reference_lstm(x, mask, weights, tau=None, position="pre"):
     h, c = np.zeros((len(x), n)), np.zeros((len(x), n))
     for t in range(x.shape[1]):
         z = x[:, t] @ kernel + h @ recurrent + bias
-        i, f, zc, o = sigmoid(z[:, :n]), sigmoid(z[:, n:2 * n]), z[:, 2 * n:3 * n], sigmoid(z[:, 3 * n:])
+        i, f, o = sigmoid(z[:, :n]), sigmoid(z[:, n:2 * n]), sigmoid(z[:, 3 * n:])
+        zc = z[:, 2 * n:3 * n]
         if tau is None:
             candidate = np.tanh(zc)
         else:
