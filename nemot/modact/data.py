@@ -219,7 +219,7 @@ def _prepare(x, y, images):
 def train_dataset(split, batch_size, seed, start_batch=0, augment=False, images=False):
     """An infinite tf.data stream of shuffled training batches, starting at batch
     ``start_batch`` (the order is a function of ``seed`` only, so a resumed run sees the
-    batches it would have seen)."""
+    batches it would have seen; the augmentation's random draws start afresh)."""
     import keras
     import tensorflow as tf
 

@@ -192,6 +192,24 @@ def test_modulated_dense_matches_the_papers_equation():
     np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_modulated_layers_survive_a_keras_save_and_load(tmp_path):
+    images = keras.Input((6, 6, 2))
+    y = ModulatedConv2D(3, 3, activation="relu", tau="2sigmoid", position="post")(images)
+    y = ModulatedDense(4, activation="tanh", tau="tanhshrink", mod_units=1)(
+        keras.layers.Flatten()(y))
+    tokens = keras.Input((None,), dtype="int32")
+    z = keras.layers.Embedding(9, 4, mask_zero=True)(tokens)
+    z = keras.layers.RNN(ModulatedLSTMCell(5, tau="tanhshrink", position="post"))(z)
+    model = keras.Model([images, tokens], [y, z])
+    x = [normal(2, 6, 6, 2), np.array([[1, 2, 3], [4, 5, 0]], "int32")]
+    model.save(tmp_path / "m.keras")
+    loaded = keras.models.load_model(tmp_path / "m.keras")
+    for a, b in zip(model(x), loaded(x)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    cell = loaded.layers[-1].cell
+    assert (cell.tau, cell.position) == ("tanhshrink", "post")
+
+
 # ------------------------------------------------------------------- the LSTM
 
 def reference_lstm(x, mask, weights, tau=None, position="pre"):
