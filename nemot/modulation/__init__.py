@@ -34,7 +34,9 @@ import importlib
 from nemot.modulation.spec import ModulationSpec
 
 # kind -> "module:Class" of its Modulation subclass.
-KINDS = {}
+KINDS = {
+    "modulated_ffn": "nemot.modulation.activation:ModulatedFFN",
+}
 
 _LAZY = {
     "Modulation": "nemot.modulation.base",
