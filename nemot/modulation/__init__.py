@@ -34,7 +34,10 @@ import importlib
 from nemot.modulation.spec import ModulationSpec
 
 # kind -> "module:Class" of its Modulation subclass.
-KINDS = {}
+KINDS = {
+    "hypergrid": "nemot.modulation.hypergrid:HyperGridDense",
+    "hypergrid_og": "nemot.modulation.hypergrid:OutputGate",
+}
 
 _LAZY = {
     "Modulation": "nemot.modulation.base",
