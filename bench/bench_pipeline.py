@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pydoc_data.topics
 
-import data_prep
+from nemot.data import prepare
 from nemot import vocab
 
 FILES = 4
@@ -92,7 +92,7 @@ def run():
     with tempfile.TemporaryDirectory() as tmp:
         raw, shards = Path(tmp) / "raw", Path(tmp) / "shards"
         documents = _write_sample(raw)
-        summary = data_prep.prepare_c4(raw, shards, workers=1, progress=False)
+        summary = prepare.prepare_c4(raw, shards, workers=1, progress=False)
         kwargs = dict(batch_size=BATCH, max_text_length=WINDOW, window_index=None)
         shard_positions, shard_tokens = _rate(c4_dataset(shards, **kwargs))
         packed_positions, packed_tokens = _rate(c4_dataset(shards, pack=True, **kwargs))

@@ -1,10 +1,12 @@
-"""``python -m data_prep {qa,c4} ...``: see :mod:`data_prep` for the shard formats."""
+"""``python -m data_prep {qa,c4} ...``: tokenize raw datasets or C4 into shards
+(:mod:`nemot.data.prepare`; formats in :mod:`nemot.data.shards`)."""
 
 import argparse
 import json
 import sys
 
-import data_prep
+from nemot.data import DataError, Tokenizer, prepare
+
 
 
 def main(argv=None):
@@ -30,8 +32,6 @@ def main(argv=None):
         p.add_argument("--tokenizer", default=None,
                        help="Hugging Face/KerasHub GPT-2 tokenizer directory (default: offline GPT-2)")
     args = parser.parse_args(argv)
-    from nemot.data import DataError
-
     try:
         _run(args)
     except DataError as err:
@@ -42,17 +42,15 @@ def main(argv=None):
 
 def _run(args):
     if args.command == "qa":
-        from nemot.data import Tokenizer
-
-        paths = data_prep.prepare_qa(
+        paths = prepare.prepare_qa(
             args.dataset, args.split, args.data_dir, args.out, tokenizer=Tokenizer(args.tokenizer),
             shard_size=args.shard_size, max_text_length=args.max_text_length,
             task_token=args.task_token, mode=args.mode, mqa_mode=args.mqa_mode)
         print(json.dumps({"shards": [str(p) for p in paths]}, indent=2))
     else:
-        summary = data_prep.prepare_c4(args.c4_dir, args.out, split=args.split,
-                                       workers=args.workers, progress=not args.no_progress,
-                                       path=args.tokenizer)
+        summary = prepare.prepare_c4(args.c4_dir, args.out, split=args.split,
+                                     workers=args.workers, progress=not args.no_progress,
+                                     path=args.tokenizer)
         print(json.dumps(summary))
 
 

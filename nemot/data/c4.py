@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from nemot import vocab
+from nemot.data import shards
 from nemot.data.format import DataError
 
 logger = logging.getLogger(__name__)
@@ -74,16 +75,17 @@ def list_files(data_dir, split="train"):
     keep = (lambda p: "validation" not in p.name) if split == "train" else (
         lambda p: "validation" in p.name)
     raw = sorted(p for p in data_dir.glob("*.json.gz") if keep(p))
-    shards = sorted(p for p in data_dir.glob("*.npz") if keep(p) and not p.name.endswith(".tmp.npz"))
-    if raw and shards:
+    npz = sorted(p for p in data_dir.glob("*.npz")
+                 if keep(p) and not p.name.endswith(shards.TMP_SUFFIX))
+    if raw and npz:
         raise DataError(data_dir, f"split {split!r}", "files",
                         "either raw *.json.gz files or data_prep *.npz shards, not both",
-                        got=f"{len(raw)} .json.gz and {len(shards)} .npz")
-    if not raw and not shards:
+                        got=f"{len(raw)} .json.gz and {len(npz)} .npz")
+    if not raw and not npz:
         raise DataError(data_dir, f"split {split!r}", "files",
                         "C4 *.json.gz files (HF c4/en layout) or *.npz shards from "
                         "`python -m data_prep c4`", got="none")
-    return (RAW, raw) if raw else (SHARDS, shards)
+    return (RAW, raw) if raw else (SHARDS, npz)
 
 
 class Problems:
@@ -141,17 +143,10 @@ def raw_chunks(path, tokenizer, problems):
 
 def shard_chunks(path):
     """``(ids, offsets)`` of each chunk of :data:`CHUNK_DOCS` documents of a data_prep shard."""
-    with np.load(path) as z:
-        ids, offsets = z["ids"], z["offsets"]
+    ids, offsets = shards.read_c4_shard(path)
     for d in range(0, len(offsets) - 1, CHUNK_DOCS):
         part = offsets[d:d + CHUNK_DOCS + 1]
         yield ids[part[0]:part[-1]], part - part[0]
-
-
-def shard_offsets(path):
-    """Document offsets of a shard, without reading its token ids."""
-    with np.load(path) as z:
-        return z["offsets"]
 
 
 # ---------------------------------------------------------------- windows
@@ -248,7 +243,7 @@ class WindowIndex:
         key = self.key(path)
         if key not in self.counts:
             if kind == SHARDS:
-                offsets = shard_offsets(path)
+                offsets = shards.c4_shard_offsets(path)
                 chunks = (offsets[d:d + CHUNK_DOCS + 1] - offsets[d]
                           for d in range(0, len(offsets) - 1, CHUNK_DOCS))
             else:

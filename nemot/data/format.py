@@ -281,7 +281,7 @@ class Formatter:
     def aux_ids(self, example):
         """``[<cls>, <mode>, <task>]``."""
         task = self.task_token or example.task
-        return [vocab.CLS_ID, vocab.ADDED_TOKEN_IDS[f"<{self.mode}>"], vocab.task_token_id(task)]
+        return vocab.aux_ids(self.mode, task)
 
     def format(self, example):
         """The :class:`FormattedExample` of one example."""

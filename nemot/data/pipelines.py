@@ -36,6 +36,7 @@ Example:
     (TensorShape([32, 771]), TensorShape([32, 768]))
 """
 
+import functools
 import itertools
 import logging
 from pathlib import Path
@@ -43,9 +44,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-import data_prep
 from nemot import vocab
-from nemot.data import c4, registry
+from nemot.vocab import NUM_AUX
+from nemot.data import c4, registry, shards
 from nemot.data.format import MAX_TEXT_LENGTH, DataError, FormattedExample, Formatter
 # pos_tagger_for is re-exported: the trainer picks a model's tagger with it.
 from nemot.data.pos_tags import POS_PAD_ID, pad_pos_tags, pos_tagger_for  # noqa: F401
@@ -54,7 +55,6 @@ from nemot.data.tokenizer import Tokenizer
 
 logger = logging.getLogger(__name__)
 
-NUM_AUX = 3
 # Pool draws are made in blocks of this many positions, so resuming recounts cheaply.
 POOL_BLOCK = 65536
 _POOL_TAG = 7919  # keeps the pool's dataset draws apart from the per-dataset permutations
@@ -216,21 +216,15 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
 
 # ---------------------------------------------------------------- QA sources
 
-def qa_shard_paths(directory, name, split):
-    """QA shards ``{name}-{split}-*-of-*.npz`` of ``python -m data_prep qa`` in ``directory``."""
-    return sorted(Path(directory).glob(f"{name}-{split}-[0-9]*-of-[0-9]*.npz"))
-
-
 def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
     """FormattedExamples of QA shards; ``mode``/``task_token`` replace the stored aux tokens."""
-    aux = {1: vocab.ADDED_TOKEN_IDS[f"<{mode}>"]}
+    aux = {vocab.MODE_POSITION: vocab.mode_id(mode)}
     if task_token is not None:
-        aux[2] = vocab.task_token_id(task_token)
-    names = {v: k for k, v in vocab.ADDED_TOKEN_IDS.items()}
+        aux[vocab.TASK_POSITION] = vocab.task_token_id(task_token)
     one_answer = registry.get(name).train_answers == "one"
     examples = []
     for path in paths:
-        for i, ex in enumerate(data_prep.read_qa_shard(path)):
+        for i, ex in enumerate(shards.read_qa_shard(path)):
             token_ids = ex["token_ids"].tolist()
             if len(token_ids) - NUM_AUX > max_text_length:
                 raise DataError(path, f"example {i} ({ex['id']})", "token_ids",
@@ -240,7 +234,8 @@ def _from_shards(paths, name, mode, task_token, max_text_length, tokenizer):
             for position, token in aux.items():
                 token_ids[position] = token
             examples.append(FormattedExample(
-                id=ex["id"], dataset=name, subset=None, task=names[token_ids[2]][1:-1],
+                id=ex["id"], dataset=name, subset=ex["subset"],
+                task=vocab.block_name(vocab.token_name(token_ids[vocab.TASK_POSITION])),
                 text=tokenizer.decode(token_ids[NUM_AUX:]) if tokenizer else "",
                 token_ids=token_ids, task_targets=ex["task_targets"].tolist(),
                 lm_targets=ex["lm_targets"].tolist(), prompt_ids=ex["prompt_ids"].tolist(),
@@ -263,7 +258,7 @@ def load_formatted(name, split, *, data_dir, max_text_length=MAX_TEXT_LENGTH, ta
     if data_dir is not None:
         if not Path(data_dir).is_dir():
             raise FileNotFoundError(f"{name}: data directory {data_dir} does not exist")
-        paths = qa_shard_paths(data_dir, name, split)
+        paths = shards.qa_shard_paths(data_dir, name, split)
         if paths:
             return _from_shards(paths, name, mode, task_token, max_text_length,
                                 (tokenizer or Tokenizer()) if decode else None)
@@ -448,59 +443,102 @@ def check_task_tokens(dataset_task_tokens, config):
     Example:
         >>> check_task_tokens({"race": "lm"}, NeMoTConfig.preset("tiny"))   # doctest: +SKIP
     """
-    blocks = tuple(config.output_blocks)
-    missing = {}
     for name, token in dict(dataset_task_tokens).items():
-        block = token[1:-1] if token.startswith("<") and token.endswith(">") else token
-        vocab.task_token_id(block)
-        if block not in blocks:
-            missing[name] = vocab.task_token(block)
-    if missing:
-        listed = ", ".join(f"{name} -> {token}" for name, token in missing.items())
-        raise ValueError(f"task token(s) without an output block: {listed}; the model's "
-                         f"output_blocks are {list(blocks)} (add the block to the config or "
-                         "choose another task token)")
+        vocab.check_aux_tokens([vocab.aux_ids("dec", token)], config.output_blocks,
+                               where=f"dataset {name}")
 
 
-def pool_choices(num_datasets, seed, start=0):
-    """Dataset index of every pool position from ``start`` on: uniform, seeded, drawn in
-    blocks of :data:`POOL_BLOCK` positions (a pure function of the position)."""
+def pool_members(names, formatted):
+    """The sources of the pool: ``[(member, example indices)]`` and each source's share.
+
+    Every member (dataset) has the same share; a member with ``pool_parts`` (RACE,
+    ARC) splits its share equally between its parts, whatever their sizes.
+    """
+    sources, shares = [], []
+    for d, (name, examples) in enumerate(zip(names, formatted)):
+        parts = registry.get(name).pool_parts
+        if not parts:
+            sources.append((d, list(range(len(examples)))))
+            shares.append(1.0 / len(names))
+            continue
+        for part in parts:
+            rows = [i for i, ex in enumerate(examples) if ex.subset == part]
+            if not rows:
+                raise DataError(name, "pool", "subset", f"examples of each of its parts {parts} "
+                                "(the pool draws them equally)", got=f"none of {part!r}")
+            sources.append((d, rows))
+            shares.append(1.0 / (len(names) * len(parts)))
+    return sources, np.array(shares)
+
+
+def pool_uniforms(seed, start=0):
+    """The pool's seeded uniforms from position ``start`` on, drawn in blocks of
+    :data:`POOL_BLOCK` positions (a pure function of the position)."""
     block, i = divmod(int(start), POOL_BLOCK)
     for b in itertools.count(block):
-        draws = np.random.default_rng([seed, _POOL_TAG, b]).integers(num_datasets,
-                                                                     size=POOL_BLOCK)
-        yield from draws[i:].tolist()
+        yield from np.random.default_rng([seed, _POOL_TAG, b]).random(POOL_BLOCK)[i:].tolist()
         i = 0
 
 
-def _pool_counts(num_datasets, seed, start):
-    """How often each dataset was drawn before position ``start``."""
-    return np.bincount(np.fromiter(itertools.islice(pool_choices(num_datasets, seed), start),
-                                   np.int64, count=start), minlength=num_datasets)
+def _cdf(weights):
+    cdf = np.cumsum(weights) / np.sum(weights)
+    cdf[-1] = 1.0
+    return cdf
+
+
+def pool_choices(shares, seed, start=0, sampler=None, members=None, batch_size=1):
+    """Source index of every pool position from ``start`` on.
+
+    Without a ``sampler`` each position draws a source with probabilities ``shares``
+    (the thesis). With one, global batch ``b`` (positions ``b * batch_size ...``) takes
+    the member ``sampler`` draws for step ``b`` and each position one of that member's
+    sources (``members[source]`` is its member), with their shares.
+    """
+    uniforms = pool_uniforms(seed, start)
+    if sampler is None:
+        cdf = _cdf(shares)
+        yield from (int(np.searchsorted(cdf, u, "right")) for u in uniforms)
+        return
+    members = np.asarray(members)
+    cdfs = [_cdf(np.where(members == d, shares, 0.0)) for d in range(len(sampler.tasks))]
+    step, j = divmod(int(start), batch_size)
+    while True:
+        for task in sampler.schedule(step, step + POOL_BLOCK):
+            cdf = cdfs[sampler.tasks.index(task)]
+            for _ in range(batch_size - j):
+                yield int(np.searchsorted(cdf, next(uniforms), "right"))
+            j = 0
+        step += POOL_BLOCK
 
 
 def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH,
                  seed=0, start_batch=0, task_tokens=None, tokenizer=None, input_context=None,
-                 split="train", mode="dec", mqa_mode="label", pos_tagger=None):
+                 split="train", mode="dec", mqa_mode="label", pos_tagger=None, sampler=None):
     """The multi-format pool of general training (thesis §3.3.1): infinite, mixed batches.
 
-    Each example's dataset is drawn uniformly at random (seeded) from ``names``; each
-    dataset walks through its own seeded per-epoch permutations and restarts when
-    exhausted.
+    Each example's dataset is drawn uniformly at random (seeded) from ``names``, and a
+    dataset with parts (RACE middle/high, ARC Easy/Challenge) draws one of them with
+    equal chance (:func:`pool_members`); each source walks through its own seeded
+    per-epoch permutations and restarts when exhausted.
 
     Args:
-        names: registry names (default the seed datasets).
+        names: registry names (default the seven seed datasets).
         data_dir: one directory with a subdirectory per name, or ``{name: directory}``
             (raw files or QA shards, as :func:`qa_dataset`).
         batch_size: global batch size.
         task_tokens: ``{name: task token}`` overrides (default: the registry's
             ``mqa``/``gqa``); check them with :func:`check_task_tokens`.
         pos_tagger: adds ``x["pos_tags"]`` (highlighting); every dataset is tagged once.
+        sampler: a :class:`nemot.training.sampling.TaskSampler` over ``names`` (e.g.
+            annealed sampling, PALs): each global batch comes from the one dataset it
+            draws, instead of a dataset per example (the thesis).
         Other arguments as :func:`qa_dataset`.
     """
     names = tuple(names)
     if not names:
         raise ValueError("pool_dataset needs at least one dataset name")
+    if sampler is not None and tuple(sampler.tasks) != names:
+        raise ValueError(f"sampler tasks {list(sampler.tasks)}: expected the pool's {list(names)}")
     tokens = dataset_task_tokens(names, task_tokens)
     tokenizer = tokenizer or Tokenizer()
     dirs = dict(data_dir) if isinstance(data_dir, dict) else {
@@ -513,17 +551,24 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
                                 tokenizer=tokenizer)
                  for name in names]
     arrays = [example_arrays(f, max_text_length, pos_tagger) for f in formatted]
-    units = [example_units(f) for f in formatted]
+    sources, shares = pool_members(names, formatted)
+    units = [[[rows[i] for i in unit] for unit in example_units([formatted[d][r] for r in rows])]
+             for d, rows in sources]
 
     def make_batches():
         start = start_batch * batch_size
-        counts = _pool_counts(len(names), seed, start)
-        orders = [training_rows(units[d], (seed, d), counts[d]) for d in range(len(names))]
+        draws = functools.partial(pool_choices, shares, seed, sampler=sampler,
+                                  members=[d for d, _ in sources], batch_size=batch_size)
+        # Where each source's stream resumes: how often it was drawn before ``start``.
+        counts = np.bincount(np.fromiter(itertools.islice(draws(0), start), np.int64,
+                                         count=start), minlength=len(sources))
+        choices = draws(start)
+        orders = [training_rows(units[s], (seed, s), counts[s]) for s in range(len(sources))]
 
         def rows():
-            for d in pool_choices(len(names), seed, start):
-                k = next(orders[d])
-                yield tuple(a[k] for a in arrays[d])
+            for s in choices:
+                k = next(orders[s])
+                yield tuple(a[k] for a in arrays[sources[s][0]])
 
         return batches(rows(), batch_size, input_context)
 

@@ -39,6 +39,10 @@ class DatasetInfo:
             drawn at random (NarrativeQA, "answer1 or answer2").
         extra_metrics: metrics reported beside ``metric`` (DROP: the official ``drop_f1``
             beside the thesis' ROUGE-L).
+        pool_parts: subsets that share the dataset's slot of the general-training pool
+            equally: each draw of the slot picks one of them with equal chance (the
+            original code: RACE alternated middle and high, ARC chose Easy or
+            Challenge), whatever their sizes.
     """
 
     name: str
@@ -51,6 +55,7 @@ class DatasetInfo:
     validation: str | None = "dev"
     train_answers: str = "all"
     extra_metrics: tuple = ()
+    pool_parts: tuple = ()
 
 
 def _squad(name, splits, metric="f1", seed=False):
@@ -67,14 +72,21 @@ def _choices(name, seed):
 _WINOGRANDE_TRAIN = ("train",) + tuple(f"train_{s}" for s in commonsense.WINOGRANDE_SIZES)
 
 _DATASETS = [
-    DatasetInfo("race", "mqa", "accuracy", race.SPLITS, race.read, race.read_hub, seed=True),
+    DatasetInfo("race", "mqa", "accuracy", race.SPLITS, race.read, race.read_hub, seed=True,
+                pool_parts=race.SUBSETS),
     _squad("squad_v2", ("train", "dev"), seed=True),
     DatasetInfo("narrativeqa", "gqa", "rouge_l", narrativeqa.SPLITS, narrativeqa.read,
                 narrativeqa.read_hub, seed=True, validation="valid", train_answers="one"),
     DatasetInfo("boolq", "gqa", "accuracy", boolq.SPLITS, boolq.read, boolq.read_hub, seed=True),
     DatasetInfo("boolq_cs", "gqa", "accuracy", ("test",), boolq.read_contrast, validation=None),
-    _choices("arc_easy", seed=True),
-    _choices("arc_challenge", seed=True),
+    # ARC is one seed dataset (thesis Table 3.7 reports Easy, Challenge and their total):
+    # "arc" reads both parts; "arc_easy"/"arc_challenge" each one.
+    DatasetInfo("arc", "mqa", "accuracy", ("train", "dev", "test"),
+                partial(choices.read_parts, names=choices.ARC_PARTS),
+                partial(choices.read_hub_parts, names=choices.ARC_PARTS), seed=True,
+                pool_parts=tuple(choices.SUBSETS[n] for n in choices.ARC_PARTS)),
+    _choices("arc_easy", seed=False),
+    _choices("arc_challenge", seed=False),
     _choices("obqa", seed=True),
     _choices("commonsenseqa", seed=False),
     DatasetInfo("mctest", "mqa", "accuracy", mctest.SPLITS, mctest.read, mctest.read_hub,
@@ -110,7 +122,7 @@ _DATASETS = [
 ]
 
 DATASETS = {info.name: info for info in _DATASETS}
-# UnifiedQA's seed datasets used for general training (thesis §3.3.1); ARC counts both parts.
+# UnifiedQA's seed datasets of general training (thesis §3.3.1): seven, ARC one of them.
 SEED_DATASETS = tuple(info.name for info in _DATASETS if info.seed)
 
 

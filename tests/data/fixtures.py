@@ -340,7 +340,7 @@ def lambada(d):
 
 
 WRITERS = {"race": race, "squad_v2": squad_v2, "narrativeqa": narrativeqa, "boolq": boolq,
-           "boolq_cs": boolq_cs, "arc_easy": arc, "arc_challenge": arc, "obqa": obqa,
+           "boolq_cs": boolq_cs, "arc": arc, "arc_easy": arc, "arc_challenge": arc, "obqa": obqa,
            "commonsenseqa": commonsenseqa, "mctest": mctest, "piqa": piqa, "siqa": siqa,
            "winogrande": winogrande, "quoref": quoref, "quoref_contrast": quoref_contrast,
            "ropes": ropes, "ropes_contrast": ropes_contrast, "drop": drop,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import data_prep
+from nemot.data import prepare
 from nemot import vocab
 from nemot.data import DataError, c4
 from nemot.data.pipelines import c4_dataset
@@ -35,7 +35,7 @@ def write_texts(path, lines):
 def c4_dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("c4")
     fixtures.write_c4(root / "raw", n_train=5, docs_per_file=4)
-    data_prep.prepare_c4(root / "raw", root / "shards", workers=1, progress=False)
+    prepare.prepare_c4(root / "raw", root / "shards", workers=1, progress=False)
     return root / "raw", root / "shards"
 
 

@@ -3,26 +3,26 @@ import os
 import numpy as np
 import pytest
 
-import data_prep
+from nemot.data import prepare
 from data_prep.__main__ import main
-from nemot.data import DataError, Formatter, registry
+from nemot.data import DataError, Formatter, registry, shards
 from tests.data import fixtures
 
 
 def test_c4_shards_hold_every_document_and_skip_validation(tmp_path, tok):
     written = fixtures.write_c4(tmp_path / "c4")
-    summary = data_prep.prepare_c4(tmp_path / "c4", tmp_path / "out", workers=1, progress=False)
+    summary = prepare.prepare_c4(tmp_path / "c4", tmp_path / "out", workers=1, progress=False)
     assert summary == {"files": 3, "skipped": 0, "documents": 9,
                        "tokens": sum(len(tok.encode(t)) for name, texts in written.items()
                                      if "train" in name for t in texts)}
-    shards = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert shards == [f"c4-train.{i:05d}-of-01024.npz" for i in range(3)]
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == [f"c4-train.{i:05d}-of-01024.npz" for i in range(3)]
     for name, texts in written.items():
         if "validation" in name:
             continue
-        ids, offsets = data_prep.read_c4_shard(tmp_path / "out" / name.replace(".json.gz", ".npz"))
+        ids, offsets = shards.read_c4_shard(tmp_path / "out" / name.replace(".json.gz", ".npz"))
         assert ids.dtype == np.uint16 and offsets[-1] == len(ids)
-        docs = list(data_prep.iter_c4_documents(tmp_path / "out" / name.replace(".json.gz", ".npz")))
+        docs = list(prepare.c4_documents(tmp_path / "out" / name.replace(".json.gz", ".npz")))
         assert [d.tolist() for d in docs] == tok.encode_batch(texts)
         assert [tok.decode(d) for d in docs] == texts
 
@@ -30,11 +30,11 @@ def test_c4_shards_hold_every_document_and_skip_validation(tmp_path, tok):
 def test_c4_resume_skips_complete_shards_and_redoes_partial_ones(tmp_path, capsys):
     fixtures.write_c4(tmp_path / "c4")
     out = tmp_path / "out"
-    data_prep.prepare_c4(tmp_path / "c4", out, workers=1, progress=False)
+    prepare.prepare_c4(tmp_path / "c4", out, workers=1, progress=False)
     done = out / "c4-train.00001-of-01024.npz"
     stamp = done.stat().st_mtime_ns
     os.utime(done, ns=(1, 1))
-    before = {k: data_prep.read_c4_shard(out / f"c4-train.{k:05d}-of-01024.npz")[0] for k in (0, 2)}
+    before = {k: shards.read_c4_shard(out / f"c4-train.{k:05d}-of-01024.npz")[0] for k in (0, 2)}
     for k in (0, 2):
         (out / f"c4-train.{k:05d}-of-01024.npz").unlink()
     (out / "c4-train.00002-of-01024.tmp.npz").write_bytes(b"partial write")  # an interrupted run
@@ -44,28 +44,28 @@ def test_c4_resume_skips_complete_shards_and_redoes_partial_ones(tmp_path, capsy
     assert '"skipped": 1' in capsys.readouterr().out
     assert done.stat().st_mtime_ns == 1 != stamp  # untouched
     for k in (0, 2):
-        ids, offsets = data_prep.read_c4_shard(out / f"c4-train.{k:05d}-of-01024.npz")
+        ids, offsets = shards.read_c4_shard(out / f"c4-train.{k:05d}-of-01024.npz")
         assert len(offsets) == 4 and ids.tolist() == before[k].tolist()
 
 
 def test_c4_errors(tmp_path):
     (tmp_path / "c4").mkdir()
-    with pytest.raises(DataError, match="c4-train"):
-        data_prep.prepare_c4(tmp_path / "c4", tmp_path / "out", workers=1, progress=False)
+    with pytest.raises(DataError, match="split .train.: field .files.: expected C4 \*.json.gz"):
+        prepare.prepare_c4(tmp_path / "c4", tmp_path / "out", workers=1, progress=False)
     import gzip
     with gzip.open(tmp_path / "c4" / "c4-train.00000-of-01024.json.gz", "wt") as f:
         f.write('{"text": "fine"}\n{"url": "no text"}\n')
     with pytest.raises(DataError, match=r"line 2: field 'text'"):
-        data_prep.prepare_c4(tmp_path / "c4", tmp_path / "out", workers=1, progress=False)
+        prepare.prepare_c4(tmp_path / "c4", tmp_path / "out", workers=1, progress=False)
     assert not list((tmp_path / "out").glob("*.npz"))
 
 
 def test_qa_shards_round_trip_the_formatter(tmp_path, raw_dirs, tok):
-    paths = data_prep.prepare_qa("squad_v2", "train", raw_dirs["squad_v2"], tmp_path, tokenizer=tok,
+    paths = prepare.prepare_qa("squad_v2", "train", raw_dirs["squad_v2"], tmp_path, tokenizer=tok,
                                  shard_size=2, max_text_length=32)
     assert [p.name for p in paths] == ["squad_v2-train-00000-of-00002.npz",
                                        "squad_v2-train-00001-of-00002.npz"]
-    stored = [ex for p in paths for ex in data_prep.read_qa_shard(p)]
+    stored = [ex for p in paths for ex in shards.read_qa_shard(p)]
     expected = Formatter(tok, max_text_length=32).format_batch(
         registry.load_examples("squad_v2", "train", raw_dirs["squad_v2"]))
     assert len(stored) == len(expected) == 3
@@ -80,10 +80,10 @@ def test_qa_command_with_options(tmp_path, raw_dirs, capsys):
           "--out", str(tmp_path), "--max-text-length", "16", "--task-token", "lm"])
     assert "race-dev-00000-of-00001.npz" in capsys.readouterr().out
     (shard,) = tmp_path.glob("*.npz")
-    examples = data_prep.read_qa_shard(shard)
+    examples = shards.read_qa_shard(shard)
     assert [e["label"] for e in examples] == [0, 1, 0, 1]
     for e in examples:
         assert e["token_ids"][2] == 50282  # <lm>
         assert len(e["token_ids"]) == 3 + 16 == 3 + len(e["task_targets"])
     with pytest.raises(ValueError, match="language-modelling"):
-        data_prep.prepare_qa("ptb", "test", raw_dirs["ptb"], tmp_path)
+        prepare.prepare_qa("ptb", "test", raw_dirs["ptb"], tmp_path)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import data_prep
+from nemot.data import prepare
 from nemot.data import Formatter, registry
 from nemot.data.pipelines import c4_dataset, examples_dataset, pool_dataset
 from tests.data import fixtures
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def sources(tmp_path_factory, raw_dirs, tok):
     root = tmp_path_factory.mktemp("dist")
     fixtures.write_c4(root / "c4raw", n_train=3, docs_per_file=4)
-    data_prep.prepare_c4(root / "c4raw", root / "c4", workers=1, progress=False)
+    prepare.prepare_c4(root / "c4raw", root / "c4", workers=1, progress=False)
     formatted = Formatter(tok, max_text_length=N).format_batch(
         registry.load_examples("mctest", "train", raw_dirs["mctest"])
         + registry.load_examples("boolq", "train", raw_dirs["boolq"]))

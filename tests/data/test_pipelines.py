@@ -4,13 +4,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import data_prep
 from nemot import vocab
 from nemot.config import NeMoTConfig
-from nemot.data import DataError, Formatter, registry
+from nemot.data import DataError, Formatter, QAExample, prepare, registry
 from nemot.data.pipelines import (SEED_DATASETS, check_task_tokens, dataset_task_tokens,
-                                  epoch_length, eval_examples, examples_dataset, pool_dataset,
-                                  qa_dataset, validation_dataset)
+                                  epoch_length, eval_examples, examples_dataset, pool_choices,
+                                  pool_dataset, pool_members, qa_dataset, validation_dataset)
+from nemot.training.sampling import TaskSampler
 
 N = 32
 PAD, IGN = vocab.PAD_ID, vocab.IGNORE_ID
@@ -68,7 +68,7 @@ def test_targets_are_next_inputs_exactly_where_they_count(raw_dirs, tok, name, m
 
 
 def test_qa_shards_give_the_same_batches_as_raw_files(raw_dirs, tmp_path, tok):
-    data_prep.prepare_qa("race", "train", raw_dirs["race"], tmp_path, tokenizer=tok,
+    prepare.prepare_qa("race", "train", raw_dirs["race"], tmp_path, tokenizer=tok,
                          max_text_length=N)
     for task_token in (None, "lm"):
         kwargs = dict(batch_size=3, max_text_length=N, seed=4, task_token=task_token,
@@ -134,7 +134,7 @@ def test_eval_examples_keep_one_example_per_question_with_all_golds(raw_dirs, tm
     assert all(e.prompt_ids[-1] == vocab.SEP_ID for e in examples)
     assert len(eval_examples("squad_v2", "dev", data_dir=raw_dirs["squad_v2"], limit=1,
                              tokenizer=tok)) == 1
-    data_prep.prepare_qa("squad_v2", "dev", raw_dirs["squad_v2"], tmp_path, tokenizer=tok,
+    prepare.prepare_qa("squad_v2", "dev", raw_dirs["squad_v2"], tmp_path, tokenizer=tok,
                          max_text_length=N)
     from_shards = eval_examples("squad_v2", "dev", data_dir=tmp_path, max_text_length=N,
                                 tokenizer=tok)
@@ -144,11 +144,12 @@ def test_eval_examples_keep_one_example_per_question_with_all_golds(raw_dirs, tm
 
 
 # Distinct task tokens tell the pool's datasets apart in the batches.
-POOL_TOKENS = dict(zip(SEED_DATASETS, ["lm", "mqa", "gqa", "pmqa", "bmqa", "pgqa", "psqa", "pbqa"]))
+POOL_TOKENS = dict(zip(SEED_DATASETS, ["lm", "mqa", "gqa", "pmqa", "bmqa", "pgqa", "psqa"]))
 
 
-def test_pool_draws_datasets_uniformly_and_restarts_each_one(raw_dirs, tok):
-    assert len(SEED_DATASETS) == 8
+def test_pool_draws_its_seven_datasets_uniformly_and_restarts_each_one(raw_dirs, tok):
+    # ARC is one member (thesis: seven datasets, each evenly represented).
+    assert SEED_DATASETS == ("race", "squad_v2", "narrativeqa", "boolq", "arc", "obqa", "mctest")
     ds = pool_dataset(data_dir=raw_dirs, batch_size=200, max_text_length=N, seed=3,
                       task_tokens=POOL_TOKENS, tokenizer=tok)
     rows = rows_of(ds, 100)
@@ -157,16 +158,51 @@ def test_pool_draws_datasets_uniformly_and_restarts_each_one(raw_dirs, tok):
     frequencies = Counter(drawn)
     assert len(drawn) == 20000 and set(frequencies) == set(SEED_DATASETS)
     for name in SEED_DATASETS:
-        assert abs(frequencies[name] / 20000 - 1 / 8) < 0.02, frequencies
+        assert abs(frequencies[name] / 20000 - 1 / 7) < 0.02, frequencies
     # Each dataset restarts when exhausted: its draws are whole permutations of its
-    # questions, epoch by epoch (NarrativeQA: one of a question's two answers per epoch).
-    for name in SEED_DATASETS:
+    # questions, epoch by epoch (NarrativeQA: one of a question's two answers per epoch;
+    # RACE and ARC: of each part's questions).
+    for name in ("squad_v2", "narrativeqa", "boolq", "obqa", "mctest"):
         size = epoch_length(Formatter(tok, max_text_length=N).format_batch(
             registry.load_examples(name, "train", raw_dirs[name])))
         seen = [r[0][:list(r[0]).index(vocab.SEP_ID)].tobytes()
                 for r, d in zip(rows, drawn) if d == name]
         epochs = [sorted(seen[e * size:(e + 1) * size]) for e in range(len(seen) // size)]
         assert len(epochs) > 100 and all(epoch == epochs[0] for epoch in epochs)
+
+
+def formatted_race(tok, middle, high):
+    examples = [QAExample(id=f"{part}{i}", question=f"q{i}", passage=part, options=("a", "b"),
+                          answers=("a",), label=0, task="mqa", dataset="race", subset=part)
+                for part, count in (("middle", middle), ("high", high)) for i in range(count)]
+    return Formatter(tok, max_text_length=N).format_batch(examples)
+
+
+def test_the_parts_of_race_and_arc_share_their_slot_equally_whatever_their_sizes(tok):
+    race = formatted_race(tok, middle=2, high=6)
+    boolq = formatted_race(tok, middle=3, high=0)
+    sources, shares = pool_members(("race", "obqa"), [race, boolq])
+    assert [(d, len(rows)) for d, rows in sources] == [(0, 2), (0, 6), (1, 3)]
+    np.testing.assert_allclose(shares, [0.25, 0.25, 0.5])
+    draws = np.fromiter(itertools.islice(pool_choices(shares, seed=1), 40000), int)
+    np.testing.assert_allclose(np.bincount(draws) / 40000, shares, atol=0.01)
+    with pytest.raises(DataError, match="none of 'high'"):
+        pool_members(("race",), [race[:2]])
+
+
+def test_the_pool_can_draw_whole_batches_by_task_sampler(raw_dirs, tok):
+    names = ("boolq", "arc", "obqa")
+    sizes = {"boolq": 1, "arc": 10, "obqa": 1}
+    sampler = TaskSampler(sizes, mode="proportional", seed=4)
+    tokens = dict(zip(names, ["lm", "mqa", "gqa"]))
+    kwargs = dict(data_dir=raw_dirs, batch_size=4, max_text_length=N, seed=2,
+                  task_tokens=tokens, tokenizer=tok, sampler=sampler)
+    rows = rows_of(pool_dataset(names, **kwargs), 60)
+    batch_tasks = [{int(r[0][2]) for r in rows[i:i + 4]} for i in range(0, 240, 4)]
+    assert all(len(tasks) == 1 for tasks in batch_tasks)
+    expected = [vocab.task_token_id(tokens[t]) for t in sampler.schedule(0, 60)]
+    assert [tasks.pop() for tasks in batch_tasks] == expected
+    assert same_rows(rows_of(pool_dataset(names, start_batch=13, **kwargs), 47), rows[52:])
 
 
 def test_pool_mixes_tasks_resumes_and_accepts_one_directory(raw_dirs, tok):
@@ -187,7 +223,8 @@ def test_task_tokens_are_checked_against_the_output_blocks():
     config = NeMoTConfig.preset("tiny")  # blocks lm, mqa, gqa
     check_task_tokens(dataset_task_tokens(SEED_DATASETS), config)
     check_task_tokens({"c4": "lm", "race": "<lm>"}, config)
-    with pytest.raises(ValueError, match=r"race -> <pmqa>.*\['lm', 'mqa', 'gqa'\]"):
+    with pytest.raises(ValueError, match=r"dataset race row 0: <pmqa> at auxiliary position 2 "
+                                         r".*output blocks \['lm', 'mqa', 'gqa'\]"):
         check_task_tokens({"race": "pmqa", "boolq": "gqa"}, config)
     with pytest.raises(ValueError, match="no task token"):
         check_task_tokens({"race": "nonsense"}, config)

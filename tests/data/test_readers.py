@@ -112,14 +112,24 @@ def test_language_modelling_collapse_spaces_switch(raw_dirs):
 
 
 def test_registry_names_and_seed_datasets():
-    assert set(registry.SEED_DATASETS) == {"race", "squad_v2", "narrativeqa", "boolq", "arc_easy",
-                                           "arc_challenge", "obqa", "mctest"}
+    assert set(registry.SEED_DATASETS) == {"race", "squad_v2", "narrativeqa", "boolq", "arc",
+                                           "obqa", "mctest"}
     assert registry.get("squad_v2").metric == "f1" and registry.get("narrativeqa").metric == "rouge_l"
     assert registry.get("race").task == "mqa" and registry.get("boolq").task == "gqa"
-    with pytest.raises(KeyError, match="known: arc_challenge"):
+    with pytest.raises(KeyError, match="known: arc, arc_challenge"):
         registry.get("squad")
     with pytest.raises(ValueError, match="splits"):
         registry.load_examples("race", "training", "/nonexistent")
+
+
+def test_arc_is_one_dataset_of_both_parts(raw_dirs):
+    both = registry.load_examples("arc", "dev", raw_dirs["arc"])
+    easy = registry.load_examples("arc_easy", "dev", raw_dirs["arc"])
+    challenge = registry.load_examples("arc_challenge", "dev", raw_dirs["arc"])
+    assert both == easy + challenge and len(easy) and len(challenge)
+    assert {ex.subset for ex in both} == set(registry.get("arc").pool_parts) == {"easy",
+                                                                                 "challenge"}
+    assert registry.get("race").pool_parts == ("middle", "high")
 
 
 # ---- bad input: each error names the file, the line or key, the field and what was expected.

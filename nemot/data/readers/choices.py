@@ -24,6 +24,7 @@ FILES = {
 TOPS = {"arc_easy": ("ARC-V1-Feb2018-2",), "arc_challenge": ("ARC-V1-Feb2018-2",),
         "obqa": ("OpenBookQA-V1-Sep2018",), "commonsenseqa": ()}
 SUBSETS = {"arc_easy": "easy", "arc_challenge": "challenge"}
+ARC_PARTS = ("arc_easy", "arc_challenge")
 HUB = {"arc_easy": ("allenai/ai2_arc", "ARC-Easy"), "arc_challenge": ("allenai/ai2_arc", "ARC-Challenge"),
        "obqa": ("allenai/openbookqa", "main"), "commonsenseqa": ("tau/commonsense_qa", None)}
 _LAYOUTS = ("the official layout (question.stem, question.choices[{label, text}]) or the hub "
@@ -74,3 +75,14 @@ def read_hub(split, name="arc_easy"):
     hub_name, config = HUB[name]
     for i, row in enumerate(common.hub_rows(hub_name, config, common.hub_split(split))):
         yield record_example(dict(row), name, f"hub:{hub_name}", i)
+
+
+def read_parts(data_dir, split, names=ARC_PARTS):
+    """The examples of several of :data:`FILES`' datasets in turn (ARC: Easy, then Challenge)."""
+    for name in names:
+        yield from read(data_dir, split, name)
+
+
+def read_hub_parts(split, names=ARC_PARTS):
+    for name in names:
+        yield from read_hub(split, name)
