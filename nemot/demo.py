@@ -123,8 +123,8 @@ def finetune(out, init_from, sizes):
     source = trainer.examples_source(train, batch_size=cfg.train.batch_size, max_text_length=n,
                                      validation_examples=dev, eval_set=dev, metric="accuracy",
                                      label_mode=True, tokenizer=tokenizer, jit_compile=False)
-    source.task_tokens = {"synthetic_choice": "lm"}
-    result = trainer.train(cfg, out_dir=out, source=source)
+    result = trainer.train(cfg, out_dir=out, source=source,
+                           task_tokens={"synthetic_choice": "lm"})
     best = keras.models.load_model(Path(out) / "model_best_metric.keras")
     accuracy = trainer.score_examples(best, test, "accuracy", label_mode=True,
                                       tokenizer=tokenizer, jit_compile=False)

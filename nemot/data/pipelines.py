@@ -513,7 +513,7 @@ def pool_choices(shares, seed, start=0, sampler=None, members=None, batch_size=1
 
 def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=MAX_TEXT_LENGTH,
                  seed=0, start_batch=0, task_tokens=None, tokenizer=None, input_context=None,
-                 split="train", mode="dec", mqa_mode="label", pos_tagger=None, sampler=None):
+                 split="train", mode="dec", mqa_mode="label", pos_tagger=None, make_sampler=None):
     """The multi-format pool of general training (thesis §3.3.1): infinite, mixed batches.
 
     Each example's dataset is drawn uniformly at random (seeded) from ``names``, and a
@@ -529,16 +529,15 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
         task_tokens: ``{name: task token}`` overrides (default: the registry's
             ``mqa``/``gqa``); check them with :func:`check_task_tokens`.
         pos_tagger: adds ``x["pos_tags"]`` (highlighting); every dataset is tagged once.
-        sampler: a :class:`nemot.training.sampling.TaskSampler` over ``names`` (e.g.
-            annealed sampling, PALs): each global batch comes from the one dataset it
-            draws, instead of a dataset per example (the thesis).
+        make_sampler: ``make_sampler({name: training examples per epoch})`` -> a
+            :class:`nemot.training.sampling.TaskSampler` over ``names`` (e.g. annealed
+            sampling, PALs): each global batch then comes from the one dataset it draws,
+            instead of a dataset per example (the thesis).
         Other arguments as :func:`qa_dataset`.
     """
     names = tuple(names)
     if not names:
         raise ValueError("pool_dataset needs at least one dataset name")
-    if sampler is not None and tuple(sampler.tasks) != names:
-        raise ValueError(f"sampler tasks {list(sampler.tasks)}: expected the pool's {list(names)}")
     tokens = dataset_task_tokens(names, task_tokens)
     tokenizer = tokenizer or Tokenizer()
     dirs = dict(data_dir) if isinstance(data_dir, dict) else {
@@ -552,6 +551,12 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
                  for name in names]
     arrays = [example_arrays(f, max_text_length, pos_tagger) for f in formatted]
     sources, shares = pool_members(names, formatted)
+    sampler = None
+    if make_sampler is not None:
+        sampler = make_sampler({name: epoch_length(f) for name, f in zip(names, formatted)})
+        if tuple(sampler.tasks) != names:
+            raise ValueError(f"sampler tasks {list(sampler.tasks)}: expected the pool's "
+                             f"{list(names)}")
     units = [[[rows[i] for i in unit] for unit in example_units([formatted[d][r] for r in rows])]
              for d, rows in sources]
 

@@ -1,13 +1,16 @@
 """Decoding (SPEC.md section 6): cached generation, label-mode and scored multiple choice.
 
-Three ways to turn a NeMoT into answers:
+Decoding lives here for every model (NeMoT, the GPT-2 baseline, ...). Three ways
+to turn a model into answers:
 
-- :class:`Generator` / :func:`generate`: token by token until ``</s>`` or a
-  length limit, batched, with key/value caches in all three sets
-  (``NeMoT.init_cache`` / ``NeMoT.call_with_cache``; ``<dec>`` mode only). The
-  loop is KerasHub's: a ``keras_hub.samplers`` sampler (greedy by default, the
-  thesis behaviour; ``"top_k"``, ``"top_p"``, ``"random"``, ``"beam"``, ... also
-  work) runs ``ops.while_loop`` inside one compiled ``tf.function``.
+- :func:`generate`: token by token until ``</s>``, a length limit or the end of
+  the window, batched. A model with key/value caches (``init_cache`` /
+  ``call_with_cache``, as NeMoT has in all three sets; ``<dec>`` mode only) runs
+  :class:`Generator`, KerasHub's loop: a ``keras_hub.samplers`` sampler (greedy
+  by default, the thesis behaviour; ``"top_k"``, ``"top_p"``, ``"random"``,
+  ``"beam"``, ... also work) runs ``ops.while_loop`` inside one compiled
+  ``tf.function``. A model without one decodes greedily by recomputing the
+  whole sequence per token (:func:`generate_by_recomputation`).
 - :func:`predict_labels`: multiple choice in label mode as in the thesis, the
   argmax over the whole vocabulary at the ``<sep>`` position (one generated
   token, compared with the gold ``(k)``).
@@ -53,7 +56,7 @@ from nemot.data.format import Formatter, truncate
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 
 REDUCTIONS = ("mean", "sum")
-# Samplers whose ``next`` needs hidden states, which NeMoT's cached call does not return.
+# Samplers whose ``next`` needs hidden states, which the cached call does not return.
 _UNSUPPORTED_SAMPLERS = ("ContrastiveSampler",)
 
 
@@ -74,7 +77,7 @@ def get_sampler(sampler=None):
                         f"got {type(sampler).__name__}")
     if type(sampler).__name__ in _UNSUPPORTED_SAMPLERS:
         raise ValueError(f"{type(sampler).__name__} needs hidden states from the model, which "
-                         "NeMoT's cached call does not return; use greedy, top_k, top_p, "
+                         "the cached call does not return; use greedy, top_k, top_p, "
                          "random or beam")
     return sampler
 
@@ -88,8 +91,7 @@ def check_prompts(model, prompts, need_room=1):
     positions of ``config.max_text_length``.
     """
     cfg = model.config
-    a = cfg.num_aux_tokens
-    known = set(cfg.task_token_ids)
+    a = vocab.NUM_AUX
     prompts = [list(map(int, p)) for p in prompts]
     if not prompts:
         raise ValueError("no prompts given")
@@ -98,12 +100,9 @@ def check_prompts(model, prompts, need_room=1):
         if text_length < 1:
             raise ValueError(f"prompt {i}: expected {a} auxiliary tokens and at least one text "
                              f"token, got {len(prompt)} ids")
-        if prompt[1] != vocab.DEC_ID:
-            raise ValueError(f"prompt {i}: mode token {prompt[1]} at auxiliary position 1; "
-                             f"decoding needs <dec> ({vocab.DEC_ID})")
-        if prompt[2] not in known:
-            raise ValueError(f"prompt {i}: task token {prompt[2]} at auxiliary position 2 has no "
-                             f"output block; this model's blocks are {list(cfg.output_blocks)}")
+        # The caches implement the decoder mask only: <dec> prompts.
+        vocab.check_aux_tokens([prompt[:a]], cfg.output_blocks, where=f"prompt {i}",
+                               modes=("dec",))
         if text_length + need_room > cfg.max_text_length:
             raise ValueError(f"prompt {i}: {text_length} text tokens leave no room for "
                              f"{need_room} more within max_text_length={cfg.max_text_length}")
@@ -159,7 +158,7 @@ class Generation:
 
 
 class Generator:
-    """Batched, cached generation for one NeMoT; the decode loop is compiled once per shape.
+    """Batched, cached generation for one model; the decode loop is compiled once per shape.
 
     The cache text length is ``prompt width + max_new_tokens``, capped by
     ``config.max_text_length`` (an example whose prompt is longer than the
@@ -170,7 +169,7 @@ class Generator:
     example has stopped).
 
     Args:
-        model: a NeMoT (``call_with_cache`` and ``init_cache``).
+        model: a model with ``init_cache`` and ``call_with_cache`` (NeMoT's interface).
         sampler: a ``keras_hub.samplers`` sampler or its name; ``None`` = greedy.
         stop_token_ids: generation of an example ends at the first of these
             (default ``</s>``); ``()`` never stops early.
@@ -276,24 +275,42 @@ class Generator:
         return results
 
 
+def has_cache(model):
+    """Whether ``model`` has the cached decoding interface (``init_cache`` and ``call_with_cache``)."""
+    return hasattr(model, "init_cache") and hasattr(model, "call_with_cache")
+
+
 def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, **kwargs):
-    """Generated ids (lists, stop token excluded) of every prompt; see :class:`Generator`.
+    """Generated ids (lists, stop token excluded) of every prompt.
+
+    A model with a key/value cache (:func:`has_cache`: NeMoT, and any model with
+    the same ``init_cache``/``call_with_cache`` interface) runs the cached loop of
+    :class:`Generator`; any other model that maps ``{"token_ids"}`` to
+    ``{"logits"}`` decodes greedily by recomputation
+    (:func:`generate_by_recomputation`). Either way an example stops at
+    ``</s>``, after ``max_new_tokens`` or at the end of the model's window
+    (``config.max_text_length`` text positions), and gets exactly the tokens it
+    would get alone.
 
     Args:
-        model: a NeMoT.
+        model: the model.
         prompts: lists of aux + text ids (``FormattedExample.prompt_ids``).
         max_new_tokens: most tokens generated per prompt.
-        sampler: ``keras_hub.samplers`` sampler or name; ``None`` = greedy.
-        batch_size: prompts per compiled call (default all at once).
-        **kwargs: more :class:`Generator` arguments.
+        sampler: ``keras_hub.samplers`` sampler or name; ``None`` = greedy (the
+            only choice without a cache).
+        batch_size: prompts per model call (default all at once).
+        **kwargs: more :class:`Generator` arguments (cached models only).
     """
     check_generation_supported(model)
     prompts = list(prompts)
     size = batch_size or len(prompts)
     batches = [prompts[first:first + size] for first in range(0, len(prompts), size)]
-    if not hasattr(model, "call_with_cache"):
-        return [ids for batch in batches for ids in _recompute(model, batch, max_new_tokens,
-                                                                sampler)]
+    if not has_cache(model):
+        if sampler not in (None, "greedy"):
+            raise ValueError(f"{type(model).__name__} has no key/value cache; only greedy "
+                             f"decoding (sampler=None) is available for it, got {sampler!r}")
+        return [ids for batch in batches
+                for ids in generate_by_recomputation(model, batch, max_new_tokens)]
     generator = Generator(model, sampler=sampler, **kwargs)
     out = []
     for batch in batches:
@@ -303,17 +320,50 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
     return out
 
 
-def _recompute(model, prompts, max_new_tokens, sampler):
-    """Greedy decoding without a cache, for models without one (the GPT-2 baseline)."""
-    from nemot.models.gpt2 import greedy_decode
+def generate_by_recomputation(model, prompts, max_new_tokens=32, stop_token_ids=(vocab.END_ID,)):
+    """Greedy decoding with a full forward pass per new token, no cache.
 
-    if sampler not in (None, "greedy"):
-        raise ValueError(f"{type(model).__name__} has no key/value cache; only greedy "
-                         f"decoding (sampler=None) is available for it, got {sampler!r}")
+    For models without a cache, and as the reference a cache must reproduce.
+    Each step runs the model on the whole right-padded buffer and writes the
+    argmax at every unfinished example's next position; causality makes the
+    padding after it irrelevant. Stops like :class:`Generator`: at a stop token
+    (not returned), after ``max_new_tokens``, or at the end of the window.
+
+    Args:
+        model: maps ``{"token_ids": int [B, a + n]}`` to ``{"logits": [B, n, vocab]}``.
+        prompts: lists of aux + text ids.
+        max_new_tokens: most tokens generated per prompt.
+        stop_token_ids: generation of an example ends at the first of these.
+
+    Returns:
+        A list of generated id lists.
+    """
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    prompts = check_prompts(model, prompts)
     a = model.config.num_aux_tokens
-    aux, text, _ = pad_prompts(check_prompts(model, prompts), a)
-    generated = greedy_decode(model, np.concatenate([aux, text], axis=1), max_new_tokens)
-    return [ids[:-1] if ids and ids[-1] == vocab.END_ID else ids for ids in generated]
+    aux, text, lengths = pad_prompts(prompts, a)
+    width = min(text.shape[1] + max_new_tokens, model.config.max_text_length)
+    buffer = np.full((len(prompts), a + width), vocab.PAD_ID, dtype=np.int32)
+    buffer[:, :a], buffer[:, a:a + text.shape[1]] = aux, text
+    ends = np.minimum(lengths + max_new_tokens, width)  # each example's own budget and window
+    generated = [[] for _ in prompts]
+    active = lengths < ends
+    while active.any():
+        logits = model({"token_ids": buffer}, training=False)["logits"]
+        last = ops.take_along_axis(ops.cast(logits, "float32"),
+                                   ops.convert_to_tensor((lengths - 1)[:, None, None]), axis=1)
+        tokens = np.asarray(ops.convert_to_numpy(ops.argmax(last[:, 0], axis=-1)))
+        for row in np.flatnonzero(active):
+            token = int(tokens[row])
+            if token in stop_token_ids:
+                active[row] = False
+                continue
+            buffer[row, a + lengths[row]] = token
+            generated[row].append(token)
+            lengths[row] += 1
+            active[row] = lengths[row] < ends[row]
+    return generated
 
 
 # ---- multiple choice ------------------------------------------------------------------

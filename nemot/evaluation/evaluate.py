@@ -2,13 +2,29 @@
 
 Question answering (every dataset of ``nemot.data.registry`` except the LM sets):
 
-- multiple choice (``mqa``), ``--mc-mode label`` (default, the thesis): the
-  argmax token at ``<sep>``, compared with the gold ``(k)``;
+- multiple choice (``mqa``), ``--mc-mode label`` (the thesis): the argmax token
+  at ``<sep>``, compared with the gold ``(k)``; ``--mc-mode generate``: the
+  option's text generated after ``<sep>`` (a run trained with
+  ``data.mqa_mode = "generate"``), compared with the gold option's text;
   ``--mc-mode score``: every option appended as the answer and scored by its
   log-likelihood (``--score-reduction mean|sum``), the best one predicted as ``(k)``;
-- generation (``gqa``): cached decoding until ``</s>`` or ``--max-new-tokens``
-  (greedy by default, ``--sampler`` picks a ``keras_hub.samplers`` one), the
-  decoded answer scored with the dataset's metric (F1, ROUGE-L, accuracy).
+- generation (``gqa``): decoding until ``</s>``, ``--max-new-tokens`` or the end
+  of the model's window (greedy by default, ``--sampler`` picks a
+  ``keras_hub.samplers`` one), the decoded answer scored with the dataset's
+  metric (F1, ROUGE-L, accuracy). Decoding and scoring are
+  :mod:`nemot.evaluation.scoring`'s, the same as the validation metric of training.
+
+Prompts are cut only when the prompt and the room left for the answer
+(``--answer-room``; default: 1 token in label mode, else
+``min(32, max_text_length // 4)``, the formatter's) do not fit the model's
+window, and then as training cut its examples: the first token (``<p1>``) and
+the prompt's end are kept, the passage loses its start. A prompt that fits is
+decoded whole.
+
+Defaults from the run: when the checkpoint sits in a run directory (beside the
+``run_config.toml`` that training wrote), its ``[data]`` table's ``task_token``,
+``mode`` and ``mqa_mode`` are the defaults of ``--task-token``, ``--mode`` and
+``--mc-mode``; flags given on the command line override them.
 
 A model with the highlighting reading strategy gets the POS tags of its inputs
 from NLTK's perceptron (``nemot.data.pos_tags``; its data are downloaded once with
@@ -17,7 +33,9 @@ in context or alone as its config says (``compat_tag_words_alone``). It answers
 multiple choice in label or score mode; generation and perplexity refuse it.
 
 Writes ``<dataset>_<split>_predictions.jsonl``, ``_metrics.json`` and
-``_report.md`` into ``--out`` (``nemot.evaluation.report.write_report``).
+``_report.md`` into ``--out`` (``nemot.evaluation.report.write_report``). ROUGE-L
+datasets (NarrativeQA, DROP) are scored twice: nemot's default ``rouge_l``
+and ``rouge_l_thesis``, the implementation whose numbers the thesis printed.
 
 Zero-shot language modelling (``--task lm``, the default for wikitext2,
 wikitext103, ptb, lambada): sliding-window perplexity with segments of the
@@ -32,20 +50,25 @@ Example::
 
 import argparse
 import json
+import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
 
 from nemot import vocab
 from nemot.data import Formatter, Tokenizer, registry
+from nemot.data.format import MQA_MODES
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
-from nemot.evaluation import decoding
+from nemot.evaluation import decoding, scoring
 from nemot.evaluation.perplexity import perplexity
 from nemot.evaluation.report import write_lm_report, write_report
 
 TASKS = ("lm", "mqa", "gqa")
-MC_MODES = ("label", "score")
+MODES = ("dec", "enc")
+MC_MODES = ("label", "generate", "score")
 DEFAULT_MAX_NEW_TOKENS = 32
+RUN_CONFIG = "run_config.toml"
 
 
 def load_checkpoint(path):
@@ -72,9 +95,9 @@ def _check_task(info, task):
     return task
 
 
-def _block_of(model, task_token):
+def _block_of(model, task_token, source="--task-token"):
     if task_token not in model.config.output_blocks:
-        raise ValueError(f"--task-token {task_token!r}: the model has no output block for it; "
+        raise ValueError(f"{source} {task_token!r}: the model has no output block for it; "
                          f"its blocks are {list(model.config.output_blocks)}")
     return task_token
 
@@ -97,7 +120,7 @@ def _records(examples, formatted, predictions, extra=None):
 def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, tokenizer=None,
                 max_new_tokens=DEFAULT_MAX_NEW_TOKENS, batch_size=8, mc_mode="label",
                 score_reduction="mean", sampler=None, model_name="NeMoT (this run)",
-                pos_tagger=None):
+                pos_tagger=None, mode="dec", answer_room=None):
     """Answer ``examples`` (``QAExample``) and write the report files; returns ``write_report``'s dict.
 
     Args:
@@ -106,16 +129,20 @@ def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, to
         dataset, split: names for the files and the thesis rows.
         out_dir: output folder.
         task_token: output block name put at auxiliary position 2.
-        metric: a ``nemot.evaluation.metrics`` name.
+        metric: a ``nemot.evaluation.metrics`` name, or a list (the first the primary).
         tokenizer: default ``Tokenizer()``.
-        max_new_tokens: generation limit (``gqa``).
+        max_new_tokens: generation limit (the window's end also stops generation).
         batch_size: prompts per model call.
-        mc_mode: ``"label"`` or ``"score"`` for multiple choice.
+        mc_mode: ``"label"``, ``"generate"`` or ``"score"`` for multiple choice.
         score_reduction: ``"mean"`` or ``"sum"`` (``mc_mode="score"``).
         sampler: ``keras_hub.samplers`` sampler or name for generation; ``None`` = greedy.
         model_name: label of our row in the table.
         pos_tagger: tags the inputs of a highlighting model (default:
             ``pos_tagger_for(model.config)``, NLTK's perceptron); unused otherwise.
+        mode: the ``<mode>`` token, ``"dec"`` or ``"enc"`` (generation needs ``"dec"``).
+        answer_room: positions kept free for the answer when deciding whether a
+            prompt must be cut (default: the formatter's, 1 in label mode, else
+            ``min(32, max_text_length // 4)``).
     """
     if mc_mode not in MC_MODES:
         raise ValueError(f"mc_mode={mc_mode!r}: expected one of {MC_MODES}")
@@ -124,30 +151,27 @@ def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, to
     if len(tasks) != 1:
         raise ValueError(f"{dataset}: expected examples of one task, got {sorted(tasks)}")
     task = tasks.pop()
-    if task != "mqa":
+    label_mode = task == "mqa" and mc_mode == "label"
+    if task == "gqa" or mc_mode == "generate":
         decoding.check_generation_supported(model)
     if pos_tagger is None:
         pos_tagger = pos_tagger_for(model.config, tokenizer=tokenizer)
-    max_length = model.config.max_text_length
-    # Generation prompts are cut to leave room for the answer (at most half the text).
-    room = None if task == "mqa" else min(max_new_tokens, max_length // 2)
-    formatter = Formatter(tokenizer, max_text_length=max_length, task_token=task_token,
-                          max_answer_length=room)
+    formatter = Formatter(tokenizer, max_text_length=model.config.max_text_length, mode=mode,
+                          task_token=task_token,
+                          mqa_mode="generate" if mc_mode == "generate" else "label",
+                          max_answer_length=answer_room)
     formatted = formatter.format_batch(examples)
-    prompts = [item.prompt_ids for item in formatted]
     extra = None
     if task == "mqa" and mc_mode == "score":
         scores = decoding.score_options(model, formatter, examples, score_reduction, batch_size,
                                         pos_tagger)
         predictions = [f"({int(np.argmax(s)) + 1})" for s in scores]
         extra = [{"option_scores": s} for s in scores]
-    elif task == "mqa":
-        predictions = [tokenizer.decode([t]).strip()
-                       for t in decoding.predict_labels(model, prompts, batch_size, pos_tagger)]
     else:
-        generated = decoding.generate(model, prompts, max_new_tokens, sampler=sampler,
-                                      batch_size=batch_size)
-        predictions = [tokenizer.decode(ids).strip() for ids in generated]
+        predictions = scoring.decode_predictions(
+            model, formatted, label_mode=label_mode, tokenizer=tokenizer,
+            max_new_tokens=max_new_tokens, batch_size=batch_size, sampler=sampler,
+            pos_tagger=pos_tagger)
     records = _records(examples, formatted, predictions, extra)
     return write_report(out_dir, records, metric, dataset, split, model_name=model_name)
 
@@ -177,6 +201,28 @@ def evaluate_lm(model, documents, dataset, out_dir, windows, tokenizer=None, bat
     return dict(paths, results=results)
 
 
+def run_defaults(checkpoint):
+    """``{"task_token", "mode", "mqa_mode"}`` from the ``run_config.toml`` beside ``checkpoint``.
+
+    Training writes the resolved run config into the run directory, next to its
+    ``model_*.keras`` files; keys the run left unset (``task_token`` of a run that
+    used each example's own ``mqa``/``gqa``) are absent. ``{}`` when there is no
+    such file (a checkpoint outside a run directory).
+    """
+    path = Path(checkpoint).parent / RUN_CONFIG
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8")).get("data", {})
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not valid TOML: {error}") from None
+    defaults = {key: data[key] for key in ("task_token", "mode", "mqa_mode") if key in data}
+    for key, allowed in (("mode", MODES), ("mqa_mode", MQA_MODES)):
+        if key in defaults and defaults[key] not in allowed:
+            raise ValueError(f"{path}: [data] {key} = {defaults[key]!r}: expected one of {allowed}")
+    return defaults
+
+
 def add_parser(subparsers):
     """Add the ``evaluate`` subcommand to an ``argparse`` subparsers object."""
     parser = subparsers.add_parser(
@@ -189,13 +235,21 @@ def add_parser(subparsers):
     parser.add_argument("--data-dir", help="directory with the raw files (default: the hub)")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--task", choices=TASKS, help="default: the dataset's task")
-    parser.add_argument("--task-token", help="output block / task token (default: the dataset's "
-                        "task: mqa, gqa or lm; the thesis' single-dataset runs used lm)")
+    parser.add_argument("--task-token", help="output block / task token (default: the run's "
+                        "data.task_token, else the dataset's task: mqa, gqa or lm; the thesis' "
+                        "single-dataset runs used lm)")
+    parser.add_argument("--mode", choices=MODES,
+                        help="the <mode> token (default: the run's data.mode, else dec)")
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
                         help="generation limit (gqa)")
+    parser.add_argument("--answer-room", type=int,
+                        help="positions kept for the answer when a prompt must be cut (default: "
+                             "1 in label mode, else min(32, max_text_length // 4))")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--mc-mode", choices=MC_MODES, default="label",
-                        help="multiple choice: argmax at <sep> (label) or option likelihood (score)")
+    parser.add_argument("--mc-mode", choices=MC_MODES,
+                        help="multiple choice: argmax at <sep> (label), generated option text "
+                             "(generate) or option likelihood (score); default: the run's "
+                             "data.mqa_mode, else label")
     parser.add_argument("--score-reduction", choices=decoding.REDUCTIONS, default="mean",
                         help="--mc-mode score: mean or summed log-probability of the answer tokens")
     parser.add_argument("--sampler", default=None,
@@ -212,12 +266,21 @@ def main(args):
     """Handler of ``nemot evaluate``; returns the written paths and the scores."""
     info = registry.get(args.dataset)
     task = _check_task(info, args.task)
-    for name in ("batch_size", "max_new_tokens", "limit"):
+    for name in ("batch_size", "max_new_tokens", "limit", "answer_room"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive int, got {value}")
+    run = run_defaults(args.checkpoint)
+    if run:
+        print(f"nemot evaluate: defaults from {Path(args.checkpoint).parent / RUN_CONFIG}: "
+              + ", ".join(f"{key} = {value}" for key, value in run.items()), file=sys.stderr)
     model = load_checkpoint(args.checkpoint)
-    task_token = _block_of(model, args.task_token or task)
+    if args.task_token is None and "task_token" in run:
+        task_token = _block_of(model, run["task_token"],
+                               f"{Path(args.checkpoint).parent / RUN_CONFIG}: [data] task_token")
+    else:
+        task_token = _block_of(model, args.task_token or task)
+    mode = args.mode or run.get("mode", "dec")
     items = registry.load_examples(args.dataset, args.split, args.data_dir, expand=False)
     if args.limit is not None:
         items = items[:args.limit]
@@ -233,10 +296,12 @@ def main(args):
         summary = {w: r.perplexity for w, r in result["results"].items()}
         print(json.dumps({"dataset": args.dataset, "perplexity": summary}))
         return result
-    result = evaluate_qa(model, items, args.dataset, args.split, out, task_token, info.metric,
+    result = evaluate_qa(model, items, args.dataset, args.split, out, task_token,
+                         [info.metric, *info.extra_metrics],
                          max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
-                         mc_mode=args.mc_mode, score_reduction=args.score_reduction,
-                         sampler=args.sampler, model_name=model_name)
+                         mc_mode=args.mc_mode or run.get("mqa_mode", "label"),
+                         score_reduction=args.score_reduction, sampler=args.sampler,
+                         model_name=model_name, mode=mode, answer_room=args.answer_room)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": info.metric,
                       "scores": result["scores"], "report": str(result["report"])}))
     return result

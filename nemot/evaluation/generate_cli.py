@@ -4,7 +4,10 @@ Each prompt is text in the unified format up to ``<sep>``, e.g.
 ``"<p1> The cat sat. <q> Where did the cat sit? <sep>"``; the auxiliary tokens
 ``[<cls>, <dec>, <task>]`` are added here. Prompts come from ``--prompt``
 (repeatable) or a file with one prompt per line (``--input``, ``-`` for
-standard input); one JSON line per prompt is printed.
+standard input); one JSON line per prompt is printed. The task token defaults to
+the run's ``data.task_token`` when the checkpoint sits in a run directory (see
+``nemot evaluate``), else ``gqa``. Generation stops at ``</s>``,
+``--max-new-tokens`` or the end of the model's window.
 """
 
 import json
@@ -19,7 +22,8 @@ def add_parser(subparsers):
     parser.add_argument("--checkpoint", required=True, help="a .keras file written by model.save")
     parser.add_argument("--prompt", action="append", default=[], help="a prompt (repeatable)")
     parser.add_argument("--input", default=None, help="file with one prompt per line, - for stdin")
-    parser.add_argument("--task-token", default="gqa", help="output block / task token (default gqa)")
+    parser.add_argument("--task-token", default=None,
+                        help="output block / task token (default: the run's data.task_token, else gqa)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--sampler", default=None, help="a keras_hub sampler name (default greedy)")
     parser.add_argument("--tokenizer", default=None, help="GPT-2 tokenizer directory (default: offline)")
@@ -44,12 +48,13 @@ def read_prompts(args):
 def main(args):
     from nemot.data import Tokenizer
     from nemot.evaluation.decoding import generate
-    from nemot.evaluation.evaluate import load_checkpoint
+    from nemot.evaluation.evaluate import load_checkpoint, run_defaults
 
     prompts = read_prompts(args)
     tokenizer = Tokenizer(args.tokenizer)
+    task_token = args.task_token or run_defaults(args.checkpoint).get("task_token", "gqa")
     model = load_checkpoint(args.checkpoint)
-    aux = [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(args.task_token)]
+    aux = [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(task_token)]
     ids = [aux + tokenizer.encode(prompt) for prompt in prompts]
     outputs = generate(model, ids, max_new_tokens=args.max_new_tokens, sampler=args.sampler)
     results = []

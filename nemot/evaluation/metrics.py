@@ -108,14 +108,94 @@ _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 def rouge_l(prediction, golds):
     """ROUGE-L F-measure (longest common subsequence of tokens), max over golds.
 
-    Computed by the ``rouge-score`` package (``RougeScorer(["rougeL"],
-    use_stemmer=False)``), whose tokeniser lower-cases, keeps only ``[a-z0-9]``
-    runs as tokens and does not stem. A prediction or gold with no such tokens
-    scores 0 (the package's rule; there is no "no answer" case for ROUGE-L).
-    The original thesis code used the ``rouge`` (py-rouge) package instead.
+    nemot's default ROUGE-L, computed by the ``rouge-score`` package
+    (``RougeScorer(["rougeL"], use_stemmer=False)``), Lin's (2004) ROUGE-L with
+    ROUGE-1.5.5's tokenisation: lower-cased, only ``[a-z0-9]`` runs are tokens,
+    no stemming. A prediction or gold with no such tokens scores 0 (the
+    package's rule; there is no "no answer" case for ROUGE-L). The thesis'
+    numbers were computed differently: see :func:`rouge_l_thesis`.
     """
     _check_prediction(prediction)
     return max(_ROUGE.score(g, prediction)["rougeL"].fmeasure for g in _gold_list(golds))
+
+
+# --- ROUGE-L as the thesis computed it ---------------------------------------
+#
+# The original code scored NarrativeQA and DROP with ``rouge.Rouge(metrics=["rouge-l"])``
+# of the ``rouge`` package (pltrdy/rouge, 1.0.1 on PyPI since 2021), taking
+# ``get_scores(prediction, gold)[0]["rouge-l"]["f"]``, the max over golds, and 0
+# where the package raised ValueError (an empty prediction or gold). Its algorithm,
+# written again here from its description (no dependency for one function):
+# text is split into "sentences" at every ".", each sentence's whitespace collapsed
+# and split on " " (case and punctuation stay part of the words); n and m count the
+# *distinct* words of prediction and gold; the LCS of every (gold sentence,
+# prediction sentence) pair is reconstructed as one word sequence and the union of
+# their *word sets* is the overlap; F = 2PR / (P + R + 1e-8).
+
+def _thesis_sentences(text):
+    # The package drops empty pieces before collapsing whitespace, so a piece of
+    # spaces ("a. ") becomes an empty sentence whose only word is "" - kept as it did.
+    return [" ".join(piece.split()) for piece in text.split(".") if piece]
+
+
+def _thesis_lcs_words(reference, candidate):
+    """The words of the LCS the ``rouge`` package reconstructs for two word lists.
+
+    Which LCS is reconstructed matters, because only its distinct words count: the
+    backtrack takes a match, else steps back in the reference only when that keeps a
+    strictly longer LCS, else steps back in the candidate ("a a b" against reference
+    "a b a" gives "a a", one distinct word).
+    """
+    rows, cols = len(reference), len(candidate)
+    table = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for i in range(1, rows + 1):
+        for j in range(1, cols + 1):
+            if reference[i - 1] == candidate[j - 1]:
+                table[i][j] = table[i - 1][j - 1] + 1
+            else:
+                table[i][j] = max(table[i - 1][j], table[i][j - 1])
+    words, i, j = set(), rows, cols
+    while i and j:
+        if reference[i - 1] == candidate[j - 1]:
+            words.add(reference[i - 1])
+            i, j = i - 1, j - 1
+        elif table[i - 1][j] > table[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return words
+
+
+def _rouge_l_thesis_single(prediction, gold):
+    candidate = [s.split(" ") for s in _thesis_sentences(prediction)]
+    reference = [s.split(" ") for s in _thesis_sentences(gold)]
+    if not candidate or not reference:
+        return 0.0  # the package raises ValueError here; the original code scored 0
+    overlap = set()
+    for reference_sentence in reference:
+        for candidate_sentence in candidate:
+            overlap |= _thesis_lcs_words(reference_sentence, candidate_sentence)
+    precision = len(overlap) / len({w for s in candidate for w in s})
+    recall = len(overlap) / len({w for s in reference for w in s})
+    return 2.0 * precision * recall / (precision + recall + 1e-8)
+
+
+def rouge_l_thesis(prediction, golds):
+    """ROUGE-L as the thesis computed it (the ``rouge`` package 1.0.1), max over golds.
+
+    Case-sensitive, punctuation stays attached to words, sentences split at ".",
+    distinct words counted (the whole algorithm is in the comment before
+    ``_thesis_sentences``). Use it to compare with the thesis' NarrativeQA and DROP numbers;
+    :func:`rouge_l` is the default. Identical strings score 1 - 5e-9 (the
+    package's 1e-8 guard, kept so that every value is the package's).
+
+    >>> round(rouge_l_thesis("The cat", "the cat"), 6), round(rouge_l("The cat", "the cat"), 6)
+    (0.5, 1.0)
+    >>> round(rouge_l_thesis("Mary's mother", "Mary 's mother"), 6)
+    0.4
+    """
+    _check_prediction(prediction)
+    return max(_rouge_l_thesis_single(prediction, g) for g in _gold_list(golds))
 
 
 def correct(prediction, golds):
@@ -276,11 +356,13 @@ METRICS = {
     "f1": f1,
     "exact_match": exact_match,
     "rouge_l": rouge_l,
+    "rouge_l_thesis": rouge_l_thesis,
     "drop_f1": drop_f1,
 }
 
 # How the thesis prints each metric: accuracy as a percentage, the rest as fractions.
-DISPLAY_SCALE = {"accuracy": 100.0, "f1": 1.0, "exact_match": 100.0, "rouge_l": 1.0, "drop_f1": 1.0}
+DISPLAY_SCALE = {"accuracy": 100.0, "f1": 1.0, "exact_match": 100.0, "rouge_l": 1.0,
+                 "rouge_l_thesis": 1.0, "drop_f1": 1.0}
 
 
 def get_metric(name):

@@ -1,27 +1,26 @@
 """Sliding-window perplexity for the zero-shot LM evaluation (SPEC.md section 4; thesis Table 3.1).
 
-Which tokens are scored. A document of L BPE ids is cut into segments of at
-most ``window`` (S) ids starting at 0, w, 2w, ... (w = ``stride``); segment k
-covers ids ``[k*w, min(k*w + S, L))`` and segments stop once one reaches the
-end of the document. An id is scored by the first segment that contains it
-with at least one id before it in that segment:
+Which tokens are scored: the original code's protocol (its WikiText/PTB/LAMBADA
+loaders and ``loss_function_window_size``). A document of L BPE ids is cut into
+segments starting at 0, w, 2w, ... (w = ``stride``, S = ``window``); segment k
+has S *inputs* ``ids[k*w : k*w + S]`` and S *targets* ``ids[k*w + 1 : k*w + S + 1]``
+(fewer at the end of the document), so ``logits[:, t]`` is scored against input
+id ``t + 1``:
 
-* the first segment scores all its ids except its first (ids 1 .. min(S, L)-1);
-  id 0 of a document has no context and is never scored;
-* a later segment scores only the ids past the end of the previous segment:
-  its last w ids (or fewer, for the final segment of a document), minus its
-  own first id when that has no context inside the segment (w = S).
+* the first segment scores all its targets (ids 1 .. min(S, L - 1));
+* a later segment scores only the targets in the last w of its S positions,
+  ids ``(k-1)*w + S + 1 .. k*w + S``: exactly the ids past the previous segment's
+  targets.
 
-So with w < S every id except each document's first is scored exactly once
-(L - 1 ids, each with at least S - w ids of context); with w = S the segments
-do not overlap, the first id of each segment is not scored, and a document
-contributes L - (number of segments) ids. Perplexity = exp(sum of
-cross-entropies / number of scored ids) over all documents. The thesis used
-w = 768 and w = 32 with S = 768.
+So every id but each document's first is scored exactly once, for any
+1 <= w <= S, and every scored id after the first segment has at least S - w ids
+of context. Segments past the one that reaches the end of the document would
+score nothing (the original still ran them); they are not run. Perplexity =
+exp(sum of cross-entropies / number of scored ids) over all documents. The
+thesis used w = 768 and w = 32 with S = 768.
 
-Each segment goes to the model as ``[<cls>, <dec>, <lm>] + ids``, right-padded
-with ``<pad>`` to the longest segment of its batch; ``logits[:, t]`` predicts
-text id ``t + 1``.
+Each segment goes to the model as ``[<cls>, <dec>, <lm>] + inputs``, right-padded
+with ``<pad>`` to the longest segment of its batch.
 
 Example:
 
@@ -47,12 +46,17 @@ LM_AUX_TOKENS = ("<cls>", "<dec>", "<lm>")
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-    """One model input: document ``doc``'s ids ``[start, end)``; ids ``[score_from, end)`` are scored."""
+    """One model input of document ``doc``: inputs ``ids[start:end]``, targets
+    ``ids[start + 1:end + 1]``; target ids ``[score_from, end]`` (inclusive) are scored."""
 
     doc: int
     start: int
     end: int
     score_from: int
+
+    @property
+    def num_scored(self):
+        return self.end + 1 - self.score_from
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,27 +83,27 @@ class PerplexityResult:
 
 
 def sliding_windows(length, window, stride, doc=0):
-    """The segments of a document of ``length`` ids (see the module docstring).
+    """The segments of a document of ``length`` ids that score something (module docstring).
 
     >>> [(s.start, s.end, s.score_from) for s in sliding_windows(10, window=4, stride=3)]
-    [(0, 4, 1), (3, 7, 4), (6, 10, 7)]
+    [(0, 4, 1), (3, 7, 5), (6, 9, 8)]
     """
     _check_window(window, stride)
-    if length < 2:
-        return []
-    segments, start, previous_end = [], 0, 0
-    while previous_end < length:
-        end = min(start + window, length)
-        score_from = max(previous_end, start + 1)
-        if score_from < end:  # w = S can leave a last segment of a single id
-            segments.append(Segment(doc, start, end, score_from))
-        previous_end, start = end, start + stride
+    segments, start = [], 0
+    while start < length - 1:
+        end = min(start + window, length - 1)
+        # Later segments score the targets in their last `stride` of `window` positions.
+        score_from = start + 1 if start == 0 else start + window - stride + 1
+        segments.append(Segment(doc, start, end, score_from))
+        if end == length - 1:
+            break  # every later segment's scored positions lie past the document's end
+        start += stride
     return segments
 
 
 def _check_window(window, stride):
-    if not isinstance(window, int) or window < 2:
-        raise ValueError(f"window must be an int >= 2 (a segment needs a context id), got {window!r}")
+    if not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive int, got {window!r}")
     if not isinstance(stride, int) or not 1 <= stride <= window:
         raise ValueError(f"stride must be an int in [1, window={window}] so no id is skipped, got {stride!r}")
 
@@ -126,21 +130,22 @@ def _check_documents(documents):
 
 
 def _segment_nll(model, documents, batch, aux_ids):
-    """Summed cross-entropy of the scored ids of one batch of segments."""
+    """Summed cross-entropy of the scored targets of one batch of segments."""
     num_aux = len(aux_ids)
     width = max(s.end - s.start for s in batch)
     token_ids = np.full((len(batch), num_aux + width), vocab.PAD_ID, dtype=np.int32)
-    targets = np.zeros((len(batch), width - 1), dtype=np.int32)
-    scored = np.zeros((len(batch), width - 1), dtype=bool)
+    targets = np.zeros((len(batch), width), dtype=np.int32)
+    scored = np.zeros((len(batch), width), dtype=bool)
     for row, segment in enumerate(batch):
-        ids = documents[segment.doc][segment.start:segment.end]
+        ids = documents[segment.doc]
+        n = segment.end - segment.start
         token_ids[row, :num_aux] = aux_ids
-        token_ids[row, num_aux:num_aux + len(ids)] = ids
-        targets[row, :len(ids) - 1] = ids[1:]
-        # logits[t] predicts segment id t + 1: scored ids j are predicted at t = j - 1.
-        scored[row, segment.score_from - segment.start - 1:len(ids) - 1] = True
+        token_ids[row, num_aux:num_aux + n] = ids[segment.start:segment.end]
+        targets[row, :n] = ids[segment.start + 1:segment.end + 1]
+        # Target t is document id start + 1 + t.
+        scored[row, segment.score_from - segment.start - 1:n] = True
     logits = model({"token_ids": token_ids}, training=False)["logits"]
-    logits = keras.ops.cast(logits[:, : width - 1], "float32")
+    logits = keras.ops.cast(logits, "float32")
     # Cross-entropy per position on the device; only [batch, width] floats come back.
     target_logits = keras.ops.take_along_axis(logits, keras.ops.expand_dims(targets, -1), axis=-1)[..., 0]
     nll = keras.ops.convert_to_numpy(keras.ops.logsumexp(logits, axis=-1) - target_logits)
@@ -155,8 +160,8 @@ def perplexity(model, documents, window=768, stride=768, batch_size=8, aux_token
             returning a dict whose ``"logits"`` is ``[B, n, vocab]`` with
             ``logits[:, t]`` predicting text id ``t + 1`` (a NeMoT model).
         documents: list of documents, each a list of BPE ids (no auxiliary tokens).
-        window: S, the most text ids per segment (the model's ``max_text_length``).
-        stride: w, how far segments advance (1 <= w <= S); no id is scored twice.
+        window: S, the inputs (and targets) per segment (the model's ``max_text_length``).
+        stride: w, how far segments advance (1 <= w <= S); each id is scored once.
         batch_size: segments per model call.
         aux_tokens: the auxiliary tokens put before every segment.
 

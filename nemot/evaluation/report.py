@@ -6,15 +6,22 @@ A *record* is one evaluated question::
 
 ``golds`` is a string or a list of strings (for ``drop_f1`` a list may hold
 tuples of spans); ``subset`` is optional (RACE ``middle``/``high``, ARC
-``easy``/``challenge``). :func:`write_report` scores the records with a metric
-of :mod:`nemot.evaluation.metrics` and writes, into one folder,
+``easy``/``challenge``). :func:`write_report` scores the records with one or
+more metrics of :mod:`nemot.evaluation.metrics` and writes, into one folder,
 ``<dataset>_<split>_predictions.jsonl`` (records plus their per-question
 ``score``), ``<dataset>_<split>_metrics.json`` and ``<dataset>_<split>_report.md``,
-a table laid out like thesis Tables 3.4/3.7 with the thesis' rows beneath ours.
+a table laid out like thesis Tables 3.4/3.7/3.8 with the thesis' rows beneath ours.
 :func:`write_lm_report` does the same for zero-shot perplexity (Table 3.1).
 
+Where the thesis' rows use another metric than the one asked for (ROUGE-L from
+the ``rouge`` package, not nemot's ``rouge-score``,
+:data:`nemot.evaluation.thesis_numbers.THESIS_IMPLEMENTATIONS`; SQuAD's F1 on a
+dataset scored with DROP's F1), the report scores both and gives each its own
+column, the thesis' rows in the column of the metric that produced them, and a
+note under the table says which is which.
+
 Numbers are shown like the thesis: four significant figures, accuracy in
-percent, F1 and ROUGE-L as fractions, ``(ep#)`` after a row's first cell.
+percent, F1 and ROUGE-L as fractions, ``(ep#)`` after a row's first number.
 
 Example:
 
@@ -31,11 +38,22 @@ from nemot.evaluation import metrics, plots, thesis_numbers
 
 DATASET_TITLES = {
     "squad_v2": "SQuADv2", "race": "RACE", "boolq": "BoolQ", "narrativeqa": "NarrativeQA",
-    "arc": "ARC", "obqa": "OBQA", "mctest": "MCTest", "drop": "DROP",
+    "arc": "ARC", "obqa": "OBQA", "mctest": "MCTest", "drop": "DROP", "drop_contrast": "DROP-CS",
+    "quoref": "Quoref", "quoref_contrast": "Quoref-CS", "ropes": "ROPES", "ropes_contrast": "ROPES-CS",
+    "boolq_cs": "BoolQ-CS", "commonsenseqa": "CQA", "winogrande": "WG", "piqa": "PIQA", "siqa": "SIQA",
 }
 METRIC_TITLES = {
     "accuracy": "Accuracy", "f1": "F1-score", "exact_match": "Exact match",
-    "rouge_l": "ROUGE-L", "drop_f1": "DROP F1",
+    "rouge_l": "ROUGE-L", "rouge_l_thesis": "ROUGE-L (thesis)", "drop_f1": "DROP F1",
+}
+# What a column is, printed under a table that has more than one metric.
+METRIC_NOTES = {
+    "rouge_l": "nemot's default, the `rouge-score` package (lower-cased, punctuation removed)",
+    "rouge_l_thesis": "as the thesis computed it, the `rouge` package 1.0.1 (case-sensitive, "
+                      "punctuation kept on words, distinct words counted); the thesis' rows are "
+                      "in this column",
+    "drop_f1": "the official DROP F1 (drop_eval.py)",
+    "f1": "SQuAD's token F1 after normalisation, the best gold",
 }
 SUBSET_TITLES = {"total": "Total", "middle": "M", "high": "H", "challenge": "Hard", "easy": "Easy"}
 _SUBSET_ORDER = ("total", "middle", "high", "challenge", "easy")
@@ -97,32 +115,72 @@ def _markdown_table(header, rows):
 
 
 def _score_cells(scores, columns, epoch=None):
-    cells = [format_value(scores.get(column)) for column in columns]
+    """Cells for ``columns`` ((metric, subset) pairs) of ``scores`` ({metric: {subset: value}})."""
+    values = [scores.get(metric, {}).get(subset) for metric, subset in columns]
+    cells = [format_value(value) for value in values]
     if epoch is not None:
-        cells[0] += f" (ep{epoch})"
+        first = next((i for i, value in enumerate(values) if value is not None), 0)
+        cells[first] += f" (ep{epoch})"
     return cells
 
 
+def report_metrics(metric, dataset=None, split=None, table=None):
+    """The metrics a report shows for ``metric`` (a name or a list, the first the primary).
+
+    Those given, then the thesis' implementation of each where it differs
+    (``rouge_l`` -> ``rouge_l_thesis``), then any other metric the thesis' rows for
+    ``dataset``/``split`` use (e.g. SQuAD's F1 where a dataset's own metric is
+    another), so that the thesis' rows always have a column of their own metric.
+
+    >>> report_metrics("rouge_l")
+    ['rouge_l', 'rouge_l_thesis']
+    """
+    names = [metric] if isinstance(metric, str) else list(metric)
+    if not names:
+        raise ValueError("no metric given: expected a metric name or a list of them")
+    for name in list(names):
+        metrics.get_metric(name)
+        variant = thesis_numbers.THESIS_IMPLEMENTATIONS.get(name)
+        if variant is not None and variant not in names:
+            names.append(variant)
+    if dataset is not None:
+        for row in thesis_numbers.results_for(dataset, split, table):
+            if row.metric not in names:
+                names.append(row.metric)
+    return names
+
+
 def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)", epoch=None, table=None):
-    """Markdown table: our ``scores`` (fractions) then the thesis rows for the same cell.
+    """Markdown table: our ``scores`` (fractions) then the thesis rows for the same cells.
 
     Args:
         dataset, split: e.g. ``"race"``, ``"val"`` (keys of :mod:`thesis_numbers`).
-        metric: metric name; thesis rows are shown only when they use the same metric.
-        scores: ``{"total": ..., subset: ...}`` as fractions.
+        metric: a metric name, or a list of them (one column group each).
+        scores: ``{"total": ..., subset: ...}`` as fractions; with a list of
+            metrics, ``{metric: {"total": ..., ...}}``.
         model_name: label of our row.
         epoch: our epoch, shown as ``(ep#)`` like the thesis.
-        table: ``"3.4"``, ``"3.7"`` or ``None`` for the rows of both tables.
+        table: ``"3.4"``, ``"3.7"``, ``"3.8"`` or ``None`` for the rows of every table.
+
+    Thesis rows are shown in the column group of the metric they were computed with.
     """
-    scale = metrics.DISPLAY_SCALE[metric]
-    ours = {name: value * scale for name, value in scores.items()}
-    thesis_rows = [r for r in thesis_numbers.results_for(dataset, split, table) if r.metric == metric]
-    columns = _ordered_subsets([ours] + [r.scores for r in thesis_rows])
+    names = [metric] if isinstance(metric, str) else list(metric)
+    scores = {metric: scores} if isinstance(metric, str) else scores
+    ours = {m: {k: v * metrics.DISPLAY_SCALE[m] for k, v in scores[m].items()} for m in names}
+    thesis_rows = [r for r in thesis_numbers.results_for(dataset, split, table) if r.metric in names]
+    columns = [(m, subset) for m in names
+               for subset in _ordered_subsets([ours[m]] + [r.scores for r in thesis_rows if r.metric == m])]
     rows = [[model_name] + _score_cells(ours, columns, epoch)]
-    rows += [[f"{r.model} (thesis Table {r.table})"] + _score_cells(r.scores, columns, r.epoch) for r in thesis_rows]
-    title = f"{DATASET_TITLES.get(dataset, dataset)}-{split} ({METRIC_TITLES[metric]})"
-    header = ["Model"] + [SUBSET_TITLES.get(column, column) for column in columns]
-    return f"### {title}\n\n" + _markdown_table(header, rows) + "\n"
+    rows += [[f"{r.model} (thesis Table {r.table})"] + _score_cells({r.metric: r.scores}, columns, r.epoch)
+             for r in thesis_rows]
+    name = f"{DATASET_TITLES.get(dataset, dataset)}-{split}"
+    if len(names) == 1:
+        header = ["Model"] + [SUBSET_TITLES.get(subset, subset) for _, subset in columns]
+        return f"### {name} ({METRIC_TITLES[names[0]]})\n\n" + _markdown_table(header, rows) + "\n"
+    header = ["Model"] + [METRIC_TITLES[m] + ("" if subset == "total" else f" {SUBSET_TITLES.get(subset, subset)}")
+                          for m, subset in columns]
+    notes = "".join(f"- {METRIC_TITLES[m]}: {METRIC_NOTES[m]}.\n" for m in names if m in METRIC_NOTES)
+    return f"### {name}\n\n" + _markdown_table(header, rows) + "\n\n" + notes
 
 
 def write_jsonl(path, rows):
@@ -159,51 +217,67 @@ def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (th
     Args:
         out_dir: folder to write into (created if needed).
         records: list of ``{"id", "prediction", "golds"[, "subset"]}`` dicts.
-        metric: a name of ``nemot.evaluation.metrics.METRICS``.
+        metric: a name of ``nemot.evaluation.metrics.METRICS``, or a list of them
+            (the first is the primary); the metrics of the thesis' rows are
+            added (:func:`report_metrics`).
         dataset, split: names used in file names and to find the thesis numbers.
         model_name, epoch, table: see :func:`results_table`.
         training_log: optional training results CSV (see :mod:`plots`); when
             given, ``<dataset>_<split>_curves.png`` is drawn beside the metrics,
             linked from the markdown, and the ♣/♠ epochs go into the JSON.
 
+    Each record in the JSONL gets ``score`` (primary metric) and, with several
+    metrics, ``scores`` (every metric). The JSON has ``metric``/``scores`` of the
+    primary metric and ``scores_by_metric`` of all.
+
     Returns:
         ``{"predictions": path, "metrics": path, "report": path, "scores": {...}}``
-        plus ``"curves": path`` with a training log.
+        (primary metric's scores) plus ``"curves": path`` with a training log.
 
     Example:
         ``write_report("runs/race", records, "accuracy", "race", "val", epoch=4)``
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = evaluate_records(records, metric)
+    names = report_metrics(metric, dataset, split, table)
+    primary = names[0]
+    results = {name: evaluate_records(records, name) for name in names}
     prefix = f"{dataset}_{split}"
     paths = {
         "predictions": out_dir / f"{prefix}_predictions.jsonl",
         "metrics": out_dir / f"{prefix}_metrics.json",
         "report": out_dir / f"{prefix}_report.md",
     }
-    write_jsonl(paths["predictions"], [dict(r, score=s) for r, s in zip(records, result["per_question"])])
+    scored = []
+    for i, record in enumerate(records):
+        row = dict(record, score=results[primary]["per_question"][i])
+        if len(names) > 1:
+            row["scores"] = {name: results[name]["per_question"][i] for name in names}
+        scored.append(row)
+    write_jsonl(paths["predictions"], scored)
     thesis = [
-        {"table": r.table, "model": r.model, "scores": r.scores, "epoch": r.epoch}
-        for r in thesis_numbers.results_for(dataset, split, table) if r.metric == metric
+        {"table": r.table, "model": r.model, "metric": r.metric, "scores": r.scores, "epoch": r.epoch}
+        for r in thesis_numbers.results_for(dataset, split, table) if r.metric in names
     ]
+    by_metric = {name: results[name]["scores"] for name in names}
     summary = {
-        "dataset": dataset, "split": split, "metric": metric, "model": model_name, "epoch": epoch,
-        "num_questions": result["num_questions"], "scores": result["scores"],
-        "display_scale": metrics.DISPLAY_SCALE[metric], "thesis": thesis,
+        "dataset": dataset, "split": split, "metric": primary, "model": model_name, "epoch": epoch,
+        "num_questions": results[primary]["num_questions"], "scores": by_metric[primary],
+        "display_scale": metrics.DISPLAY_SCALE[primary], "metrics": names,
+        "scores_by_metric": by_metric, "thesis": thesis,
     }
-    markdown = results_table(dataset, split, metric, result["scores"], model_name, epoch, table)
+    markdown = results_table(dataset, split, names, by_metric, model_name, epoch, table)
     if training_log is not None:
         paths["curves"] = out_dir / f"{prefix}_curves.png"
         club, spade = plots.plot_training_curves(
-            training_log, paths["curves"], title=f"{model_name}: {dataset}", metric_name=f"validation {metric}"
+            training_log, paths["curves"], title=f"{model_name}: {dataset}", metric_name=f"validation {primary}"
         )
         summary["club_epoch"], summary["spade_epoch"] = club, spade
-        markdown += f"\n♣ lowest validation loss: epoch {club}; ♠ best validation {metric}: epoch {spade}.\n"
+        markdown += f"\n♣ lowest validation loss: epoch {club}; ♠ best validation {primary}: epoch {spade}.\n"
         markdown += f"\n![training curves]({paths['curves'].name})\n"
     paths["metrics"].write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     paths["report"].write_text(markdown, encoding="utf-8")
-    return dict(paths, scores=result["scores"])
+    return dict(paths, scores=by_metric[primary])
 
 
 # --- zero-shot language modelling (Table 3.1) ---------------------------------

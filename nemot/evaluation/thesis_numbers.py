@@ -3,10 +3,15 @@
 Values are exactly as printed in the thesis: accuracy in percent (60.02), F1 and
 ROUGE-L as fractions (0.6729), perplexity as is. Dataset keys are the names
 used by ``nemot.data`` and the reports: ``squad_v2``, ``race``, ``boolq``,
-``narrativeqa``, ``arc``, ``obqa``, ``mctest``; LM sets ``lambada``,
-``wikitext2``, ``wikitext103``, ``ptb``. Splits are ``val`` and ``test``.
-Subsets are ``total``, RACE ``middle``/``high`` (thesis M/H) and ARC
+``narrativeqa``, ``arc``, ``obqa``, ``mctest``, the out-of-domain sets of Table
+3.8 (``quoref``, ``drop``, ``boolq_cs``, ``commonsenseqa``, ...); LM sets
+``lambada``, ``wikitext2``, ``wikitext103``, ``ptb``. Splits are ``val`` and
+``test``. Subsets are ``total``, RACE ``middle``/``high`` (thesis M/H) and ARC
 ``challenge``/``easy`` (thesis Hard/Easy).
+
+Each row names the metric *implementation* that produced it: the thesis' ROUGE-L
+rows (NarrativeQA, DROP) are ``rouge_l_thesis``, the ``rouge`` package the
+original code used, not nemot's default ``rouge_l`` (:data:`THESIS_IMPLEMENTATIONS`).
 
 Example:
 
@@ -25,11 +30,12 @@ class ThesisResult:
 
     Attributes:
         table: thesis table number (``"3.4"`` single-dataset fine-tuning,
-            ``"3.7"`` general training, in-domain).
+            ``"3.7"`` general training, in-domain, ``"3.8"`` out-of-domain).
         model: row label as in the thesis (♣ lowest validation loss, ♠ best
             validation metric).
         dataset, split: e.g. ``"race"``, ``"test"``.
-        metric: ``"accuracy"``, ``"f1"`` or ``"rouge_l"``.
+        metric: ``"accuracy"``, ``"f1"``, ``"rouge_l_thesis"`` or ``"drop_f1"``
+            (a name of ``nemot.evaluation.metrics.METRICS``).
         scores: subset -> value as printed (``"total"`` always present).
         epoch: the ``(ep#)`` the thesis gives for the row, else ``None``.
     """
@@ -47,6 +53,13 @@ def _rows(table, model, cells):
     return [ThesisResult(table, model, *cell) for cell in cells]
 
 
+# Metrics whose thesis numbers came from another implementation than nemot's
+# default: the original code scored ROUGE-L with the ``rouge`` package (1.0.1).
+# The outside rows the thesis printed beside its own (UnifiedQA, SOTA) stay with
+# them in that column.
+THESIS_IMPLEMENTATIONS = {"rouge_l": "rouge_l_thesis"}
+
+
 # Table 3.4: single-dataset fine-tuning, NeMoT vs GPT-2 Medium (♣ and ♠ rows).
 TABLE_3_4 = (
     _rows("3.4", "GPT-2 Medium♣", [
@@ -54,38 +67,38 @@ TABLE_3_4 = (
         ("race", "val", "accuracy", {"total": 63.49, "middle": 65.95, "high": 62.47}, 5),
         ("race", "test", "accuracy", {"total": 62.26, "middle": 65.04, "high": 61.12}, 5),
         ("boolq", "val", "accuracy", {"total": 76.85}, 2),
-        ("narrativeqa", "val", "rouge_l", {"total": 0.2498}, 3),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.2408}, 3),
+        ("narrativeqa", "val", "rouge_l_thesis", {"total": 0.2498}, 3),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.2408}, 3),
     ])
     + _rows("3.4", "NeMoT♣", [
         ("squad_v2", "val", "f1", {"total": 0.5999}, 2),
         ("race", "val", "accuracy", {"total": 53.90, "middle": 56.75, "high": 52.71}, 4),
         ("race", "test", "accuracy", {"total": 51.93, "middle": 54.74, "high": 50.77}, 4),
         ("boolq", "val", "accuracy", {"total": 72.17}, 2),
-        ("narrativeqa", "val", "rouge_l", {"total": 0.3809}, 2),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.3750}, 2),
+        ("narrativeqa", "val", "rouge_l_thesis", {"total": 0.3809}, 2),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.3750}, 2),
     ])
     + _rows("3.4", "GPT-2 Medium♠", [
         ("squad_v2", "val", "f1", {"total": 0.6985}, 20),
         ("race", "val", "accuracy", {"total": 67.22, "middle": 69.85, "high": 66.13}, 12),
         ("race", "test", "accuracy", {"total": 64.19, "middle": 66.64, "high": 63.18}, 12),
         ("boolq", "val", "accuracy", {"total": 78.72}, 17),
-        ("narrativeqa", "val", "rouge_l", {"total": 0.2498}, 3),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.2408}, 3),
+        ("narrativeqa", "val", "rouge_l_thesis", {"total": 0.2498}, 3),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.2408}, 3),
     ])
     + _rows("3.4", "NeMoT♠", [
         ("squad_v2", "val", "f1", {"total": 0.6729}, 16),
         ("race", "val", "accuracy", {"total": 60.02, "middle": 64.48, "high": 58.16}, 26),
         ("race", "test", "accuracy", {"total": 57.94, "middle": 60.86, "high": 56.75}, 26),
         ("boolq", "val", "accuracy", {"total": 77.13}, 28),
-        ("narrativeqa", "val", "rouge_l", {"total": 0.4147}, 1),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.4119}, 1),
+        ("narrativeqa", "val", "rouge_l_thesis", {"total": 0.4147}, 1),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.4119}, 1),
     ])
     + _rows("3.4", "SOTA", [
         ("squad_v2", "test", "f1", {"total": 0.9298}),
         ("race", "test", "accuracy", {"total": 90.7}),
         ("boolq", "test", "accuracy", {"total": 92.4}),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.674}),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.674}),
     ])
 )
 
@@ -102,8 +115,8 @@ TABLE_3_7 = (
         ("mctest", "val", "accuracy", {"total": 57.19}),
         ("mctest", "test", "accuracy", {"total": 57.50}),
         ("boolq", "val", "accuracy", {"total": 74.40}),
-        ("narrativeqa", "val", "rouge_l", {"total": 0.2608}),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.2611}),
+        ("narrativeqa", "val", "rouge_l_thesis", {"total": 0.2608}),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.2611}),
     ])
     + _rows("3.7", "NeMoT_general", [
         ("squad_v2", "val", "f1", {"total": 0.5272}),
@@ -116,8 +129,8 @@ TABLE_3_7 = (
         ("mctest", "val", "accuracy", {"total": 51.25}),
         ("mctest", "test", "accuracy", {"total": 56.19}),
         ("boolq", "val", "accuracy", {"total": 74.95}),
-        ("narrativeqa", "val", "rouge_l", {"total": 0.2839}),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.2791}),
+        ("narrativeqa", "val", "rouge_l_thesis", {"total": 0.2839}),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.2791}),
     ])
     + _rows("3.7", "UnifiedQA_Base", [
         ("squad_v2", "val", "f1", {"total": 0.781}),
@@ -126,7 +139,7 @@ TABLE_3_7 = (
         ("obqa", "test", "accuracy", {"total": 59.4}),
         ("mctest", "val", "accuracy", {"total": 86.9}),
         ("boolq", "test", "accuracy", {"total": 82.5}),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.604}),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.604}),
     ])
     + _rows("3.7", "UnifiedQA_11B", [
         ("squad_v2", "val", "f1", {"total": 0.898}),
@@ -135,7 +148,7 @@ TABLE_3_7 = (
         ("obqa", "test", "accuracy", {"total": 86.4}),
         ("mctest", "val", "accuracy", {"total": 95.6}),
         ("boolq", "test", "accuracy", {"total": 90.3}),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.674}),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.674}),
     ])
     + _rows("3.7", "SOTA", [
         ("squad_v2", "test", "f1", {"total": 0.9298}),
@@ -145,11 +158,56 @@ TABLE_3_7 = (
         ("mctest", "val", "accuracy", {"total": 95.6}),
         ("mctest", "test", "accuracy", {"total": 71.0}),  # the thesis' † note
         ("boolq", "test", "accuracy", {"total": 92.4}),
-        ("narrativeqa", "test", "rouge_l", {"total": 0.674}),
+        ("narrativeqa", "test", "rouge_l_thesis", {"total": 0.674}),
     ])
 )
 
-RESULTS = TABLE_3_4 + TABLE_3_7
+# Table 3.8: general training, out-of-domain (non-seed) datasets. UnifiedQA v1's rows
+# are left out: the thesis could not say whether they are validation or test numbers.
+# The DROP SOTA is an F1 (the thesis' * note), the official DROP F1; DROP-CS's SOTA
+# does not say its metric and is left out.
+TABLE_3_8 = (
+    _rows("3.8", "GPT-2 Medium_general", [
+        ("quoref", "val", "f1", {"total": 0.1200}),
+        ("quoref_contrast", "test", "f1", {"total": 0.1708}),
+        ("ropes", "val", "f1", {"total": 0.0940}),
+        ("ropes_contrast", "test", "f1", {"total": 0.0635}),
+        ("drop", "val", "rouge_l_thesis", {"total": 0.0183}),
+        ("drop_contrast", "test", "rouge_l_thesis", {"total": 0.0153}),
+        ("boolq_cs", "test", "accuracy", {"total": 58.42}),
+        ("commonsenseqa", "val", "accuracy", {"total": 21.87}),
+        ("winogrande", "val", "accuracy", {"total": 17.36}),
+        ("piqa", "val", "accuracy", {"total": 10.39}),
+        ("siqa", "val", "accuracy", {"total": 24.92}),
+    ])
+    + _rows("3.8", "NeMoT_general", [
+        ("quoref", "val", "f1", {"total": 0.1223}),
+        ("quoref_contrast", "test", "f1", {"total": 0.1754}),
+        ("ropes", "val", "f1", {"total": 0.0381}),
+        ("ropes_contrast", "test", "f1", {"total": 0.0745}),
+        ("drop", "val", "rouge_l_thesis", {"total": 0.0183}),
+        ("drop_contrast", "test", "rouge_l_thesis", {"total": 0.0143}),
+        ("boolq_cs", "test", "accuracy", {"total": 55.69}),
+        ("commonsenseqa", "val", "accuracy", {"total": 20.39}),
+        ("winogrande", "val", "accuracy", {"total": 36.94}),
+        ("piqa", "val", "accuracy", {"total": 31.72}),
+        ("siqa", "val", "accuracy", {"total": 28.25}),
+    ])
+    + _rows("3.8", "SOTA", [
+        ("quoref", "test", "f1", {"total": 0.8670}),
+        ("quoref_contrast", "test", "f1", {"total": 0.554}),
+        ("ropes", "test", "f1", {"total": 0.8025}),
+        ("ropes_contrast", "test", "f1", {"total": 0.455}),
+        ("drop", "test", "drop_f1", {"total": 0.9010}),
+        ("boolq_cs", "test", "accuracy", {"total": 80.4}),
+        ("commonsenseqa", "test", "accuracy", {"total": 83.3}),
+        ("winogrande", "test", "accuracy", {"total": 88.29}),
+        ("piqa", "test", "accuracy", {"total": 90.13}),
+        ("siqa", "test", "accuracy", {"total": 83.15}),
+    ])
+)
+
+RESULTS = TABLE_3_4 + TABLE_3_7 + TABLE_3_8
 
 LM_DATASETS = ("lambada", "wikitext2", "wikitext103", "ptb")
 LM_DATASET_TITLES = {"lambada": "LAMBADA", "wikitext2": "WikiText-2", "wikitext103": "WikiText-103", "ptb": "PTB"}

@@ -28,8 +28,10 @@ and ``training_setup.json``; :func:`collect` and :func:`report` read them back.
 """
 
 import dataclasses
+import itertools
 import json
 import math
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -41,6 +43,8 @@ import tensorflow as tf
 from nemot.ngt import metrics as ngt_metrics
 from nemot.ngt import superglue
 from nemot.ngt.model import VARIANTS, NGTModel, load_backbone
+from nemot.training import loop
+from nemot.training.loop import DataSource, TrainConfig
 from nemot.training.schedules import build_schedule
 
 MODEL_KEYS = {"backbone", "tokenizer", "lowercase", "sequence_length", "num_gating_layers", "gating_dropout"}
@@ -198,20 +202,27 @@ def build_model(experiment, variant, backbone, num_classes, num_aux_tokens=0):
     )
 
 
-def make_dataset(rows, encoder, batch_size, num_classes, seed=None):
+def make_dataset(rows, encoder, batch_size, num_classes, seed=None, start_batch=0):
     """A tf.data pipeline of (inputs, targets) batches, encoded on the fly (ReCoRD has ~1.2M rows).
 
-    With ``seed`` the rows are reshuffled every epoch (deterministically per
-    run); without it they keep their order (for prediction).
+    With ``seed``: an infinite training stream from global batch ``start_batch``; epoch
+    ``e`` visits the rows in ``default_rng([seed, e]).permutation`` order (so a resumed run
+    continues exactly). Without it: one pass in file order (for prediction).
     """
     encoder.prepare(rows)  # tokenize every distinct string once, up front
     targets = _targets(rows, num_classes)
-    rng = np.random.default_rng(seed)
+    steps = math.ceil(len(rows) / batch_size)
 
     def batches():
-        order = rng.permutation(len(rows)) if seed is not None else np.arange(len(rows))
-        for start in range(0, len(rows), batch_size):
-            index = order[start : start + batch_size]
+        if seed is None:
+            for start in range(0, len(rows), batch_size):
+                index = np.arange(start, min(start + batch_size, len(rows)))
+                yield encoder.encode([rows[i] for i in index]), targets[index]
+            return
+        for step in itertools.count(start_batch):
+            epoch, k = divmod(step, steps)
+            order = np.random.default_rng([seed, epoch]).permutation(len(rows))
+            index = order[k * batch_size:(k + 1) * batch_size]
             yield encoder.encode([rows[i] for i in index]), targets[index]
 
     length = encoder.sequence_length
@@ -220,9 +231,10 @@ def make_dataset(rows, encoder, batch_size, num_classes, seed=None):
         {"token_ids": spec, "segment_ids": spec, "padding_mask": spec},
         tf.TensorSpec((None, num_classes), tf.float32),
     )
-    steps = math.ceil(len(rows) / batch_size)
     dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-    return dataset.apply(tf.data.experimental.assert_cardinality(steps)).prefetch(2)
+    if seed is None:
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(steps))
+    return dataset.prefetch(2)
 
 
 def compile_model(model, experiment, decay_steps):
@@ -248,8 +260,51 @@ def compile_model(model, experiment, decay_steps):
     )
 
 
+class EpochRecords(keras.callbacks.Callback):
+    """After each epoch: a ``metrics.jsonl`` line (loss and the task's metrics), the
+    validation predictions in the official label layout, and optionally the weights.
+
+    The scores come from the run's validation metric (:func:`train_run`), computed once
+    per epoch; a resumed run first drops the lines of the epochs it will redo.
+    """
+
+    def __init__(self, out_dir, task, val_rows, scores, steps_per_epoch, save_weights):
+        super().__init__()
+        self.out_dir, self.task, self.val_rows = Path(out_dir), task, val_rows
+        self.scores, self.steps_per_epoch, self.save_weights = scores, steps_per_epoch, save_weights
+
+    def on_train_begin(self, logs=None):
+        done = int(self.model.optimizer.iterations.numpy()) // self.steps_per_epoch
+        lines = read_metrics(self.out_dir / "metrics.jsonl")[:done]
+        (self.out_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores, probabilities = self.scores["last"]
+        line = {"epoch": epoch + 1, "loss": float(logs["loss"]), **scores}
+        with open(self.out_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(line) + "\n")
+        records = superglue.prediction_records(self.task, self.val_rows, probabilities)
+        (self.out_dir / f"val_predictions_epoch{epoch + 1}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in records))
+        if self.save_weights:
+            self.model.save_weights(self.out_dir / f"epoch{epoch + 1}.weights.h5")
+
+
+def read_metrics(path):
+    """The lines of a run's ``metrics.jsonl`` (none when it does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def train_run(experiment, task, variant, seed, train_data, val_data, out_dir=None, tokenizer=None, verbose=0):
     """Fine-tune one variant on one task with one seed; returns the validation metrics per epoch.
+
+    Trains through the package's trainer (:func:`nemot.training.loop.run`): checkpoints
+    in ``out_dir/train_state`` (an interrupted run resumes), the best-metric model (♠,
+    the mean task score) beside the last one, and this package's files: ``metrics.jsonl``,
+    ``val_predictions_epoch<N>.jsonl``, ``training_setup.json`` (:class:`EpochRecords`).
 
     Args:
         experiment: an :class:`Experiment`.
@@ -257,44 +312,46 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir=Non
         variant: a :class:`Variant`.
         seed: the run's seed (weights of the new layers, dropout, shuffling).
         train_data, val_data: ``superglue.TaskData`` of the two splits.
-        out_dir: where ``metrics.jsonl`` (and weights) go; nothing written if None.
+        out_dir: the run directory (default: a temporary one, removed afterwards).
         tokenizer: reuse a tokenizer across runs (default: :func:`load_tokenizer`).
     """
+    if out_dir is None:
+        with tempfile.TemporaryDirectory() as scratch:
+            return train_run(experiment, task, variant, seed, train_data, val_data, scratch,
+                             tokenizer, verbose)
     plan = experiment.tasks[task]
-    keras.utils.set_random_seed(seed)
     tokenizer = tokenizer or load_tokenizer(experiment)
     aux_ids = [_token_id(tokenizer, t, task) for t in plan.aux_tokens]
     encoder = superglue.PairEncoder(tokenizer, experiment.sequence_length, aux_ids)
     num_classes = len(superglue.CB_LABELS) if task == "CB" else 1
-    model = build_model(experiment, variant, load_backbone(experiment.backbone), num_classes, len(aux_ids))
-    train_ds = make_dataset(train_data.rows, encoder, experiment.batch_size, num_classes, seed=seed)
+    steps = math.ceil(len(train_data.rows) / experiment.batch_size)
+    decay_steps = plan.decay_steps or steps * plan.epochs
     val_ds = make_dataset(val_data.rows, encoder, experiment.batch_size, num_classes)
-    decay_steps = plan.decay_steps or math.ceil(len(train_data.rows) / experiment.batch_size) * plan.epochs
-    compile_model(model, experiment, decay_steps)
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        setup = {"task": task, "variant": dataclasses.asdict(variant), "seed": seed, "decay_steps": decay_steps}
-        (out_dir / "training_setup.json").write_text(json.dumps(setup, indent=2))
-        (out_dir / "metrics.jsonl").write_text("")
-    epochs = []
-    for epoch in range(plan.epochs):
-        # shuffle=False: make_dataset already reshuffles each epoch (Keras cannot shuffle a tf.data pipeline).
-        history = model.fit(train_ds, epochs=epoch + 1, initial_epoch=epoch, shuffle=False, verbose=verbose)
+    scores = {}
+
+    def metric(model):
         probabilities = model.predict(val_ds, verbose=0)
-        scores = ngt_metrics.score_task(task, val_data.rows, probabilities)
-        epochs.append(scores)
-        if out_dir is not None:
-            line = {"epoch": epoch + 1, "loss": float(history.history["loss"][-1]), **scores}
-            with open(out_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(line) + "\n")
-            records = superglue.prediction_records(task, val_data.rows, probabilities)
-            (out_dir / f"val_predictions_epoch{epoch + 1}.jsonl").write_text(
-                "".join(json.dumps(r) + "\n" for r in records)
-            )
-            if experiment.save_weights:
-                model.save_weights(out_dir / f"epoch{epoch + 1}.weights.h5")
-    return epochs
+        task_scores = ngt_metrics.score_task(task, val_data.rows, probabilities)
+        scores["last"] = (task_scores, probabilities)
+        return {"metric": ngt_metrics.run_score(task_scores), **task_scores}
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    setup = {"task": task, "variant": dataclasses.asdict(variant), "seed": seed, "decay_steps": decay_steps}
+    (out_dir / "training_setup.json").write_text(json.dumps(setup, indent=2))
+    source = DataSource(
+        train=lambda start_batch, batch_size, input_context: make_dataset(
+            train_data.rows, encoder, batch_size, num_classes, seed=seed, start_batch=start_batch),
+        steps_per_epoch=steps, metric=metric)
+    train = TrainConfig(batch_size=experiment.batch_size, epochs=plan.epochs, steps_per_epoch=steps,
+                        keep_checkpoints=1, jit_compile=experiment.jit_compile, verbose=verbose)
+    records = EpochRecords(out_dir, task, val_data.rows, scores, steps, experiment.save_weights)
+    loop.run(lambda: build_model(experiment, variant, load_backbone(experiment.backbone), num_classes,
+                                 len(aux_ids)),
+             source, train, out_dir, compile_model=lambda model: compile_model(model, experiment, decay_steps),
+             seed=seed, callbacks=[records])
+    return [{k: v for k, v in line.items() if k not in ("epoch", "loss")}
+            for line in read_metrics(out_dir / "metrics.jsonl")]
 
 
 def _token_id(tokenizer, token, task):

@@ -141,7 +141,9 @@ class EpochValidation(keras.callbacks.Callback):
 
     Args:
         out_dir: run directory.
-        metric_fn: ``model -> float`` or None (no metric).
+        metric_fn: ``model -> float`` (higher is better), or a dict with that value under
+            ``"metric"`` and more values for the results row (as ``val_<key>``); None
+            for no metric.
         guard: the run's :class:`NonFiniteGuard` (nothing is written after a NaN).
         enabled: False on non-chief workers (they neither decode nor write).
         perplexity: also write ``val_perplexity`` = exp(val_loss) (pre-training: L1 only).
@@ -189,8 +191,13 @@ class EpochValidation(keras.callbacks.Callback):
         logs = logs if logs is not None else {}
         val_loss = _value(logs, "val_loss")
         val_metric = self.metric_fn(self.model) if self.metric_fn is not None else None
+        extras = {}
+        if isinstance(val_metric, dict):
+            extras = {f"val_{k}": v for k, v in val_metric.items() if k != "metric"}
+            val_metric = val_metric["metric"]
         if val_metric is not None:
             logs["val_metric"] = val_metric
+            logs.update(extras)
         self.model.save(os.path.join(self.out_dir, MODEL_FILES["last"]))
         if val_loss is not None and (self.best["val_loss"] is None
                                      or val_loss < self.best["val_loss"]):
@@ -209,7 +216,9 @@ class EpochValidation(keras.callbacks.Callback):
             row["val_perplexity"] = "" if val_loss is None else math.exp(min(val_loss, 700.0))
         for term in ("task_loss", "lm_loss", "vanilla_loss", "val_task_loss", "val_lm_loss",
                      "val_vanilla_loss"):
-            row[term] = "" if _value(logs, term) is None else _value(logs, term)
+            if term in logs:
+                row[term] = _value(logs, term)
+        row.update(extras)
         exists = os.path.exists(self.csv_path)
         with open(self.csv_path, "a", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(row))

@@ -29,8 +29,12 @@ import tomllib
 from pathlib import Path
 
 from nemot.config import NeMoTConfig
+from nemot.data.config import DataConfig
 from nemot.models.losses import NeMoTLoss
 from nemot.models.registry import MODEL_NAMES
+from nemot.training.distributed import STRATEGIES
+from nemot.training.loop import TrainConfig
+from nemot.training.schedules import build_schedule
 
 KINDS = ("pretrain", "finetune", "general")
 MIXED_PRECISION = (None, "mixed_bfloat16", "mixed_float16")
@@ -38,88 +42,6 @@ MIXED_PRECISION = (None, "mixed_bfloat16", "mixed_float16")
 
 class RunConfigError(ValueError):
     """A run config value is wrong; the message names the file and the key."""
-
-
-@dataclasses.dataclass(frozen=True)
-class DataConfig:
-    """Where the training data is and how it is formatted.
-
-    Args:
-        dir: local directory of the raw files (C4 ``*.json.gz`` for pre-training,
-            the dataset's raw layout for fine-tuning, one sub-directory per
-            dataset name for general training); ``None`` loads from the hub.
-        dataset: registry name of the fine-tuning dataset (``race``, ``squad_v2``, ...).
-        datasets: general training: the pool's dataset names (empty = the seed datasets).
-        train_split, validation_split: split names (validation_split ``""`` = none).
-        task_token: output block / task token of fine-tuning examples (thesis: ``lm``);
-            ``None`` uses each example's own ``mqa``/``gqa``.
-        mode: ``dec`` or ``enc``.
-        mqa_mode: ``label`` or ``generate``.
-        pack: pre-training: pack documents into windows (off in the thesis).
-        file_order: pre-training: ``random`` (seeded) or ``directory`` (original code).
-        validation_examples: how many validation examples the metric decodes (0 = all).
-        validation_batches: how many validation batches the loss reads (0 = all).
-        max_new_tokens: decoding length limit for generation metrics.
-    """
-
-    dir: str | None = None
-    dataset: str | None = None
-    datasets: tuple = ()
-    train_split: str = "train"
-    validation_split: str = "dev"
-    task_token: str | None = None
-    mode: str = "dec"
-    mqa_mode: str = "label"
-    pack: bool = False
-    file_order: str = "random"
-    validation_examples: int = 0
-    validation_batches: int = 0
-    max_new_tokens: int = 32
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """How long and how to train.
-
-    Args:
-        batch_size: GLOBAL batch size (split across replicas).
-        epochs: epochs to train.
-        steps_per_epoch: optimizer steps per epoch; 0 = one pass over the
-            training split (fine-tuning only).
-        checkpoint_every: save a training checkpoint every N steps (0 = at epoch ends only).
-        keep_checkpoints: how many training checkpoints to keep.
-        strategy: ``default`` (one device), ``mirrored`` or ``multi-worker``.
-        mixed_precision: ``None`` or a Keras dtype policy (``mixed_bfloat16``).
-        jit_compile: XLA-compile the train step.
-        decode_jit_compile: XLA-compile the validation decoding loop.
-        init_blocks_from_lm: general training: copy the ``lm`` output block into
-            ``mqa``/``gqa`` (thesis §3.5.3); False = leave them random, as the
-            original code did by accident (SPEC.md section 9).
-        init_from: a saved model (``.keras``, e.g. a pre-training run's
-            ``model_last.keras``) whose weights start this run, matched by name.
-        optimizer: ``adam`` (the thesis: Adam with Keras defaults) or ``sgd``
-            (plain gradient descent; its update is linear in the gradient, which
-            the distribution tests use to compare weights to 1e-5 - Adam's
-            ``g / (|g| + eps)`` turns rounding noise in near-zero gradients into
-            full-size steps).
-        log_every: TensorBoard scalars every N steps.
-        verbose: Keras progress bar (1), one line per epoch (2) or none (0).
-    """
-
-    batch_size: int = 32
-    epochs: int = 1
-    steps_per_epoch: int = 0
-    checkpoint_every: int = 0
-    keep_checkpoints: int = 5
-    strategy: str = "default"
-    mixed_precision: str | None = None
-    jit_compile: bool = False
-    decode_jit_compile: bool = True
-    init_blocks_from_lm: bool = True
-    init_from: str | None = None
-    optimizer: str = "adam"
-    log_every: int = 100
-    verbose: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,10 +139,11 @@ def run_config_from_dict(data, source="<dict>"):
     data_cfg = _table(DataConfig, data.get("data", {}), source, "data")
     train = _table(TrainConfig, data.get("train", {}), source, "train")
     loss = _table(NeMoTLoss, data.get("loss", {}), source, "loss")
-    _choice(source, "data.mode", data_cfg.mode, ("dec", "enc"))
-    _choice(source, "data.mqa_mode", data_cfg.mqa_mode, ("label", "generate"))
-    _choice(source, "data.file_order", data_cfg.file_order, ("random", "directory"))
-    _choice(source, "train.strategy", train.strategy, ("default", "mirrored", "multi-worker"))
+    try:
+        data_cfg.check(source)
+    except ValueError as error:
+        raise RunConfigError(str(error)) from None
+    _choice(source, "train.strategy", train.strategy, STRATEGIES)
     _choice(source, "train.optimizer", train.optimizer, ("adam", "sgd"))
     _choice(source, "train.mixed_precision", train.mixed_precision, MIXED_PRECISION)
     for key in ("batch_size", "epochs"):
@@ -235,8 +158,6 @@ def run_config_from_dict(data, source="<dict>"):
         raise RunConfigError(f"{source}: loss.vanilla_weight = {loss.vanilla_weight}: the GPT-2 "
                              "baseline has no vanilla set; set it to 0")
     schedule = dict(data.get("schedule", {"type": "constant", "rate": 1e-5}))
-    from nemot.training.schedules import build_schedule
-
     try:
         build_schedule(schedule)
     except ValueError as error:

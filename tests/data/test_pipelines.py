@@ -192,12 +192,21 @@ def test_the_parts_of_race_and_arc_share_their_slot_equally_whatever_their_sizes
 
 def test_the_pool_can_draw_whole_batches_by_task_sampler(raw_dirs, tok):
     names = ("boolq", "arc", "obqa")
-    sizes = {"boolq": 1, "arc": 10, "obqa": 1}
-    sampler = TaskSampler(sizes, mode="proportional", seed=4)
+    samplers = []
+
+    def make_sampler(sizes):
+        samplers.append(TaskSampler(sizes, mode="proportional", seed=4))
+        return samplers[-1]
+
     tokens = dict(zip(names, ["lm", "mqa", "gqa"]))
     kwargs = dict(data_dir=raw_dirs, batch_size=4, max_text_length=N, seed=2,
-                  task_tokens=tokens, tokenizer=tok, sampler=sampler)
+                  task_tokens=tokens, tokenizer=tok, make_sampler=make_sampler)
     rows = rows_of(pool_dataset(names, **kwargs), 60)
+    sampler = samplers[0]
+    sizes = [epoch_length(Formatter(tok, max_text_length=N).format_batch(
+        registry.load_examples(name, "train", raw_dirs[name]))) for name in names]
+    np.testing.assert_allclose(list(sampler.probabilities(1).values()),
+                               np.array(sizes) / sum(sizes))
     batch_tasks = [{int(r[0][2]) for r in rows[i:i + 4]} for i in range(0, 240, 4)]
     assert all(len(tasks) == 1 for tasks in batch_tasks)
     expected = [vocab.task_token_id(tokens[t]) for t in sampler.schedule(0, 60)]

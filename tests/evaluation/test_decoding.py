@@ -89,6 +89,29 @@ def test_label_mode_is_the_argmax_at_sep(model, prompts, references):
     assert labels == [ref[0] for ref in references]
 
 
+class Uncached:
+    """``model`` through its forward pass only: no ``init_cache``/``call_with_cache``."""
+
+    def __init__(self, model):
+        self.model, self.config = model, model.config
+
+    def __call__(self, inputs, training=False):
+        return self.model(inputs, training=training)
+
+
+def test_a_model_without_a_cache_decodes_greedily_by_recomputation(model, prompts, references):
+    uncached = Uncached(model)
+    assert decoding.has_cache(model) and not decoding.has_cache(uncached)
+    # Every prompt, the one 2 short of the window included: it stops at the window's end.
+    assert decoding.generate(uncached, prompts, max_new_tokens=MAX_NEW, batch_size=3) == references
+    stop = references[1][3]
+    stopped = decoding.generate_by_recomputation(model, prompts, MAX_NEW, stop_token_ids=(stop,))
+    # Each example ends before its own first stop token, nowhere else.
+    assert stopped == [ref[:ref.index(stop)] if stop in ref else ref for ref in references]
+    with pytest.raises(ValueError, match="no key/value cache; only greedy"):
+        decoding.generate(uncached, prompts[:1], sampler="top_k")
+
+
 def test_top_k_sampler_with_k_1_is_greedy_without_xla(model, prompts, references):
     generator = decoding.Generator(model, sampler=decoding.get_sampler("top_k"),
                                    stop_token_ids=(), jit_compile=False)

@@ -10,7 +10,7 @@ import pytest
 
 import nemot
 from nemot.data import Formatter, Tokenizer, registry
-from nemot.evaluation import decoding, evaluate, metrics
+from nemot.evaluation import decoding, evaluate, metrics, scoring
 from nemot.evaluation.perplexity import sliding_windows
 from nemot.evaluation.report import read_predictions
 from tests.data import fixtures
@@ -103,8 +103,7 @@ def test_squad_generation(checkpoint, model, raw, tok, tmp_path):
     # Not expanded: one record per question with every gold; "" for the unanswerable one.
     assert [r["golds"] for r in records] == [["a bean", "bean"], [""]]
     examples = registry.load_examples("squad_v2", "dev", raw["squad_v2"], expand=False)
-    formatter = Formatter(tok, max_text_length=model.config.max_text_length, task_token="gqa",
-                          max_answer_length=5)
+    formatter = Formatter(tok, max_text_length=model.config.max_text_length, task_token="gqa")
     for record, item in zip(records, formatter.format_batch(examples)):
         seq = list(item.prompt_ids)
         for _ in range(5):  # greedy by full recomputation
@@ -136,14 +135,16 @@ def test_wikitext_perplexity(checkpoint, model, raw, tok, tmp_path):
     by_stride = {entry["stride"]: entry for entry in result["results"]}
     assert set(by_stride) == {32, 4}
     for stride, entry in by_stride.items():
-        expected = sum(s.end - s.score_from for i, d in enumerate(documents)
+        expected = sum(s.num_scored for i, d in enumerate(documents)
                        for s in sliding_windows(len(d), 32, stride, i))
         assert entry["window"] == 32 and entry["dataset"] == "wikitext2"
         assert entry["num_scored_tokens"] == expected
         assert entry["perplexity"] == pytest.approx(math.exp(entry["total_nll"] / expected))
-    # Overlapping segments score every id but each document's first; w = S loses one per segment.
-    assert by_stride[4]["num_scored_tokens"] == sum(len(d) - 1 for d in documents)
-    assert by_stride[32]["num_scored_tokens"] < by_stride[4]["num_scored_tokens"]
+    # S inputs with S targets (the original's protocol): every id but each document's
+    # first is scored, whatever the stride.
+    for entry in by_stride.values():
+        assert entry["num_scored_tokens"] == sum(len(d) - 1 for d in documents)
+    assert by_stride[4]["num_segments"] > by_stride[32]["num_segments"]
     report = (out / "lm_perplexity.md").read_text()
     assert "NeMoT_200 ♣ (w=768) (thesis Table 3.1) | 71.33 | 36.91" in report
 
@@ -160,3 +161,118 @@ def test_bad_arguments_are_named(checkpoint, raw, tmp_path):
             "--out", tmp_path)
     with pytest.raises(ValueError, match="--batch-size must be a positive int"):
         run(*common, "--dataset", "race", "--batch-size", 0)
+
+
+class Recorder:
+    """A model seen through its forward pass only (no cache: decoding recomputes); keeps
+    its first input, the prompts exactly as decoding gave them to the model."""
+
+    def __init__(self, model):
+        self.model, self.config, self.first_input = model, model.config, None
+
+    def __call__(self, inputs, training=False):
+        if self.first_input is None:
+            self.first_input = np.array(inputs["token_ids"])
+        return self.model(inputs, training=training)
+
+
+def passage_of(tok, text_tokens):
+    """A QAExample whose prompt is exactly ``text_tokens`` tokens long."""
+    from nemot.data import QAExample
+
+    def example(words):
+        return QAExample(id=f"p{words}", passage=" ".join(["cat"] * words), question="Where?",
+                         answers=("mat",), task="gqa", dataset="squad_v2")
+
+    for words in range(1, 60):
+        formatter = Formatter(tok, max_text_length=100)
+        if len(tok.encode(formatter.prompt_text(example(words)))) == text_tokens:
+            return example(words)
+    raise AssertionError(f"no passage gives a {text_tokens}-token prompt")
+
+
+def test_generation_prompts_are_cut_only_when_they_do_not_fit(model, tok, tmp_path):
+    n = model.config.max_text_length  # 32; the default answer room is min(32, 32 // 4) = 8
+    aux = [nemot.vocab.CLS_ID, nemot.vocab.DEC_ID, nemot.vocab.task_token_id("gqa")]
+    for length, kept in ((20, 20), (40, 24)):
+        example = passage_of(tok, length)
+        full = tok.encode(Formatter(tok, max_text_length=100).prompt_text(example))
+        recorder = Recorder(model)
+        result = evaluate.evaluate_qa(recorder, [example], "squad_v2", "dev", tmp_path / str(length),
+                                      task_token="gqa", metric="f1", tokenizer=tok)
+        seen = recorder.first_input[0, 3:]
+        assert (seen[kept:] == nemot.vocab.PAD_ID).all()
+        prompt = seen[:kept].tolist()
+        if length == 20:
+            # 20 tokens and 8 of answer room fit the 32-token window: decoded whole (the
+            # old rule kept min(max_new_tokens, n // 2) = 16 free and cut it to 16).
+            assert prompt == full
+        else:
+            # 40 do not fit: cut by training's rule (the first token <p1>, then the end).
+            assert prompt == full[:1] + full[-23:] and prompt[0] == nemot.vocab.ADDED_TOKEN_IDS["<p1>"]
+        # Generation ran to </s> or the end of the window, whichever came first.
+        seq = aux + prompt
+        while len(seq) - 3 < n:
+            token = int(np.argmax(model({"token_ids": np.array([seq], np.int32)})["logits"][0, -1]))
+            if token == nemot.vocab.END_ID:
+                break
+            seq.append(token)
+        (record,) = read_predictions(result["predictions"])
+        assert record["prediction"] == tok.decode(seq[len(aux) + kept:]).strip()
+
+
+def test_evaluation_and_validation_decode_through_one_path(model, tok, raw, tmp_path):
+    examples = registry.load_examples("squad_v2", "dev", raw["squad_v2"], expand=False)
+    formatted = Formatter(tok, max_text_length=model.config.max_text_length,
+                          task_token="gqa").format_batch(examples)
+    recorder = Recorder(model)
+    predictions = scoring.decode_predictions(recorder, formatted, label_mode=False, tokenizer=tok,
+                                             max_new_tokens=5)
+    result = evaluate.evaluate_qa(recorder, examples, "squad_v2", "dev", tmp_path, task_token="gqa",
+                                  metric="f1", tokenizer=tok, max_new_tokens=5)
+    assert [r["prediction"] for r in read_predictions(result["predictions"])] == predictions
+    assert scoring.score_examples(recorder, formatted, "f1", label_mode=False, tokenizer=tok,
+                                  max_new_tokens=5) == result["scores"]["total"]
+
+
+def test_a_checkpoint_in_a_run_directory_takes_the_runs_settings(model, raw, tok, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    checkpoint = run_dir / "model_best_metric.keras"
+    model.save(checkpoint)
+    (run_dir / "run_config.toml").write_text(
+        'name = "race"\nkind = "finetune"\n\n[data]\ndataset = "race"\ntask_token = "lm"\n'
+        'mode = "dec"\nmqa_mode = "generate"\n')
+    common = ("--checkpoint", checkpoint, "--dataset", "race", "--split", "dev",
+              "--data-dir", raw["race"], "--limit", 2, "--max-new-tokens", 3)
+    run(*common, "--out", tmp_path / "a")
+    assert "task_token = lm" in capsys.readouterr().err
+    records = read_predictions(tmp_path / "a" / "race_dev_predictions.jsonl")
+    examples = registry.load_examples("race", "dev", raw["race"])[:2]
+    # mqa_mode = "generate": the gold is the option's text, the answer generated with <lm>.
+    assert [r["golds"] for r in records] == [[e.options[e.label]] for e in examples]
+    recorder = Recorder(model)
+    direct = evaluate.evaluate_qa(recorder, examples, "race", "dev", tmp_path / "b", task_token="lm",
+                                  metric="accuracy", tokenizer=tok, max_new_tokens=3,
+                                  mc_mode="generate")
+    assert (recorder.first_input[:, 2] == nemot.vocab.task_token_id("lm")).all()
+    assert records == read_predictions(direct["predictions"])
+    # Flags override the run's settings.
+    run(*common, "--out", tmp_path / "c", "--task-token", "mqa", "--mc-mode", "label")
+    records = read_predictions(tmp_path / "c" / "race_dev_predictions.jsonl")
+    assert [r["golds"] for r in records] == [[f"({e.label + 1})"] for e in examples]
+    (run_dir / "run_config.toml").write_text('[data]\nmode = "sideways"\n')
+    with pytest.raises(ValueError, match=r"run_config.toml: \[data\] mode = 'sideways': expected"):
+        run(*common, "--out", tmp_path / "d")
+
+
+def test_drop_reports_the_official_f1_beside_rouge_l(checkpoint, tmp_path):
+    fixtures.WRITERS["drop"](tmp_path / "drop")
+    run("--checkpoint", checkpoint, "--dataset", "drop", "--split", "dev",
+        "--data-dir", tmp_path / "drop", "--out", tmp_path / "out", "--max-new-tokens", 3)
+    records, summary, report = read_outputs(tmp_path / "out", "drop_dev")
+    assert summary["metric"] == "rouge_l"
+    by_metric = summary["scores_by_metric"]
+    assert {"rouge_l", "drop_f1"} <= set(by_metric)
+    official = np.mean([metrics.drop_f1(r["prediction"], r["golds"]) for r in records])
+    assert by_metric["drop_f1"]["total"] == pytest.approx(official)

@@ -55,6 +55,27 @@ def test_rouge_l_lcs_f_measure():
     assert metrics.rouge_l("", "cat") == 0.0
 
 
+def test_rouge_l_thesis_is_the_rouge_package_the_original_code_used():
+    # Case-sensitive: only "cat" is common; P = R = 1/2. rouge-score lower-cases.
+    assert metrics.rouge_l_thesis("The cat", "the cat") == pytest.approx(0.5, abs=1e-7)
+    assert metrics.rouge_l("The cat", "the cat") == 1.0
+    # Whitespace tokens: "Mary's" is not "Mary" + "'s"; P = 1/2, R = 1/3, F = 0.4.
+    assert metrics.rouge_l_thesis("Mary's mother", "Mary 's mother") == pytest.approx(0.4, abs=1e-7)
+    assert metrics.rouge_l("Mary's mother", "Mary 's mother") == 1.0
+    # Distinct words are counted: n = |{the, cat}| = 2, so a repeated word costs nothing.
+    assert metrics.rouge_l_thesis("the the cat", "the cat") == pytest.approx(1.0, abs=1e-7)
+    assert metrics.rouge_l("the the cat", "the cat") == pytest.approx(0.8)
+    # Sentences split at ".": "3.5" is the words "3" and "5"; P = 2/3, R = 1, F = 0.8.
+    assert metrics.rouge_l_thesis("3.5 apples", "3 apples") == pytest.approx(0.8, abs=1e-7)
+    # Of the two LCSs of length 2 the package reconstructs "a a" (one distinct word).
+    assert metrics.rouge_l_thesis("a a b", "a b a") == pytest.approx(0.5, abs=1e-7)
+    # The package raises on an empty text; the original code scored it 0.
+    assert metrics.rouge_l_thesis("", "cat") == 0.0 and metrics.rouge_l_thesis("...", "cat") == 0.0
+    assert metrics.rouge_l_thesis("cat", ["dog", "cat"]) == pytest.approx(1.0, abs=1e-7)
+    # The package's 1e-8 guard is kept: identical texts score just under 1.
+    assert 1 - 1e-8 < metrics.rouge_l_thesis("cat", "cat") < 1.0
+
+
 def test_accuracy_is_exact_after_stripping():
     predictions = ["(1)", " (2) ", "(3)", "Yes"]
     golds = ["(1)", "(2)", ["(1)", "(2)"], "yes"]
@@ -137,7 +158,8 @@ def test_aggregate_by_subset_race_and_arc():
 def test_score_uses_the_registry_and_means_over_questions():
     assert metrics.score("f1", ["cat", "dog"], ["cat", "cat"]) == 0.5
     assert metrics.score("exact_match", ["a cat"], [["dog", "cat"]]) == 1.0
-    assert set(metrics.METRICS) == {"accuracy", "f1", "exact_match", "rouge_l", "drop_f1"}
+    assert set(metrics.METRICS) == {"accuracy", "f1", "exact_match", "rouge_l", "rouge_l_thesis",
+                                    "drop_f1"}
     with pytest.raises(ValueError, match="unknown metric 'bleu'"):
         metrics.get_metric("bleu")
 

@@ -117,3 +117,49 @@ def test_write_report_with_training_log_draws_curves(tmp_path):
     summary = json.loads(paths["metrics"].read_text())
     assert (summary["club_epoch"], summary["spade_epoch"]) == (2, 3)
     assert "![training curves](race_dev_curves.png)" in paths["report"].read_text()
+
+
+def test_rouge_l_reports_both_implementations_with_the_thesis_rows_in_its_own(tmp_path):
+    records = [
+        {"id": "a", "prediction": "The cat sat", "golds": ["the cat sat", "a dog"]},
+        {"id": "b", "prediction": "Mary's mother", "golds": ["Mary 's mother"]},
+    ]
+    paths = report.write_report(tmp_path, records, "rouge_l", "narrativeqa", "test", table="3.4")
+    summary = json.loads(paths["metrics"].read_text())
+    # rouge-score: both 1.0. The thesis' `rouge` package: case-sensitive (2/3), whitespace
+    # tokens (P = 1/2, R = 1/3: 0.4).
+    assert summary["metric"] == "rouge_l" and summary["scores"] == {"total": 1.0}
+    assert summary["metrics"] == ["rouge_l", "rouge_l_thesis"]
+    assert summary["scores_by_metric"]["rouge_l_thesis"]["total"] == pytest.approx((2 / 3 + 0.4) / 2, abs=1e-7)
+    assert {row["metric"] for row in summary["thesis"]} == {"rouge_l_thesis"}
+    lines = [json.loads(line) for line in paths["predictions"].read_text().splitlines()]
+    assert lines[1]["score"] == 1.0 and lines[1]["scores"]["rouge_l_thesis"] == pytest.approx(0.4, abs=1e-7)
+
+    markdown = paths["report"].read_text()
+    rows = table_rows(markdown)
+    assert rows[0] == ["Model", "ROUGE-L", "ROUGE-L (thesis)"]
+    assert rows[1] == ["NeMoT (this run)", "1.000", "0.5333"]
+    # The thesis' numbers sit under the implementation that computed them.
+    assert ["NeMoT♠ (thesis Table 3.4)", "N/A", "0.4119 (ep1)"] in rows
+    assert "ROUGE-L (thesis): as the thesis computed it, the `rouge` package 1.0.1" in markdown
+    assert "ROUGE-L: nemot's default, the `rouge-score` package" in markdown
+
+
+def test_table_3_8_rows_beside_drop():
+    rows = table_rows(report.results_table("drop", "dev", ["rouge_l", "rouge_l_thesis"],
+                                           {"rouge_l": {"total": 0.1}, "rouge_l_thesis": {"total": 0.05}}))
+    assert rows[1] == ["NeMoT (this run)", "0.1000", "0.05000"]
+    assert ["NeMoT_general (thesis Table 3.8)", "N/A", "0.01830"] in rows
+
+
+def test_a_report_adds_the_metric_of_the_thesis_rows(tmp_path):
+    # Quoref scored with DROP's F1: the thesis' Table 3.8 row is a SQuAD F1, so that
+    # column is added and the row sits in it.
+    records = [{"id": "q", "prediction": "Tom Jones", "golds": ["Tom"]}]
+    paths = report.write_report(tmp_path, records, "drop_f1", "quoref", "dev")
+    summary = json.loads(paths["metrics"].read_text())
+    assert summary["metrics"] == ["drop_f1", "f1"] and summary["metric"] == "drop_f1"
+    assert summary["scores_by_metric"]["f1"] == {"total": pytest.approx(2 / 3)}
+    rows = table_rows(paths["report"].read_text())
+    assert rows[0] == ["Model", "DROP F1", "F1-score"]
+    assert ["NeMoT_general (thesis Table 3.8)", "N/A", "0.1223"] in rows

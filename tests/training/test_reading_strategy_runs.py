@@ -18,7 +18,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "reading_strategies"
 def source_for(config_name, data_dir):
     cfg = load_run_config(CONFIGS / config_name, [
         'model.preset="tiny"', f'data.dir="{data_dir}"', 'data.validation_split="valid"'])
-    return cfg, trainer.data_source(cfg, Tokenizer())
+    return cfg, trainer.data_source(cfg, Tokenizer())[0]
 
 
 def test_highlighting_runs_get_pos_tags_and_aoi_runs_do_not(tmp_path, perceptron, monkeypatch):  # noqa: F811

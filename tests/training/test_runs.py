@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+from nemot.data import registry
 from nemot.training import cli, trainer
 from nemot.training.callbacks import TrainingDiverged
 from nemot.training.checkpoints import TrainingCheckpoint
@@ -167,14 +168,19 @@ def test_general_training_validates_every_dataset_and_keeps_both_best_models(tmp
         "train": {"batch_size": 2, "epochs": 2, "steps_per_epoch": 2, "checkpoint_every": 0,
                   "verbose": 0, "decode_jit_compile": False},
         "schedule": {"type": "constant", "rate": 1e-3}})
-    assert [trainer.validation_split_of(n) for n in names] == ["dev", "dev", "valid"]
+    assert [registry.resolve_split(n, "dev") for n in names] == ["dev", "dev", "valid"]
     result = trainer.train(cfg, out_dir=tmp_path / "run")
     rows = _rows(tmp_path / "run" / "results.csv")
     assert [r["epoch"] for r in rows] == ["1", "2"]
     assert all(math.isfinite(float(r["val_loss"])) and 0 <= float(r["val_metric"]) <= 1
                for r in rows)
-    # The metric is the mean of the three datasets' own metrics, recomputed here.
-    source = trainer.data_source(cfg)
-    assert float(rows[-1]["val_metric"]) == pytest.approx(source.metric(result.model))
+    # The metric is the mean of the three datasets' own metrics, recomputed here; each
+    # dataset's value is in the row too.
+    source, _ = trainer.data_source(cfg)
+    scores = source.metric(result.model)
+    assert float(rows[-1]["val_metric"]) == pytest.approx(scores["metric"])
+    assert scores["metric"] == pytest.approx(np.mean([scores[n] for n in names]))
+    assert [float(rows[-1][f"val_{n}"]) for n in names] == pytest.approx(
+        [scores[n] for n in names])
     for kept in ("model_best_loss.keras", "model_best_metric.keras", "model_last.keras"):
         assert (tmp_path / "run" / kept).is_file()

@@ -28,7 +28,8 @@ def tiny_run_config(name, *, steps, checkpoint_every, strategy="default", dropou
 
     return run_config_from_dict({
         "name": name, "kind": "finetune", "seed": 3,
-        "model": {"preset": "tiny", "max_text_length": n, "dropout": dropout},
+        "model": {"preset": "tiny", "max_text_length": n, "dropout": dropout,
+                  "vanilla_attention_dropout": dropout},
         "data": {"dataset": "synthetic_choice", "validation_split": ""},
         "train": {"batch_size": batch_size, "epochs": 2, "steps_per_epoch": steps // 2,
                   "checkpoint_every": checkpoint_every, "strategy": strategy, "verbose": 0,

@@ -1,0 +1,62 @@
+"""``DataConfig``: where a run's data is and how it is formatted (the ``[data]`` table
+of a run config)."""
+
+import dataclasses
+
+from nemot import vocab
+from nemot.data.c4 import FILE_ORDERS
+from nemot.data.format import MQA_MODES
+
+SAMPLING = ("uniform", "annealed", "proportional", "sqrt", "round_robin")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Where the training data is and how it is formatted.
+
+    Args:
+        dir: local directory of the raw files (C4 ``*.json.gz`` for pre-training,
+            the dataset's raw layout for fine-tuning, one sub-directory per
+            dataset name for general training); ``None`` loads from the hub.
+        dataset: registry name of the fine-tuning dataset (``race``, ``squad_v2``, ...).
+        datasets: general training: the pool's dataset names (empty = the seed datasets).
+        train_split, validation_split: split names (validation_split ``""`` = none).
+        task_token: output block / task token of fine-tuning examples (thesis: ``lm``);
+            ``None`` uses each example's own ``mqa``/``gqa``.
+        mode: ``dec`` or ``enc``.
+        mqa_mode: ``label`` or ``generate``.
+        pack: pre-training: pack documents into windows (off in the thesis).
+        file_order: pre-training: ``random`` (seeded) or ``directory`` (original code).
+        validation_examples: how many validation examples the metric decodes (0 = all).
+        validation_batches: how many validation batches the loss reads (0 = all).
+        max_new_tokens: decoding length limit for generation metrics.
+        sampling: general training: ``"uniform"`` draws a dataset per example (the
+            thesis); a :class:`nemot.training.sampling.TaskSampler` mode
+            (``"annealed"``, ``"proportional"``, ``"sqrt"``, ``"round_robin"``) draws one
+            dataset per batch, weighted by dataset size (annealed: over ``train.epochs``).
+    """
+
+    dir: str | None = None
+    dataset: str | None = None
+    datasets: tuple = ()
+    train_split: str = "train"
+    validation_split: str = "dev"
+    task_token: str | None = None
+    mode: str = "dec"
+    mqa_mode: str = "label"
+    pack: bool = False
+    file_order: str = "random"
+    validation_examples: int = 0
+    validation_batches: int = 0
+    max_new_tokens: int = 32
+    sampling: str = "uniform"
+
+    def check(self, source="config"):
+        """Raise ``ValueError`` naming ``source`` and the key for a value out of range."""
+        for key, value, choices in (("mode", self.mode, vocab.MODES),
+                                    ("mqa_mode", self.mqa_mode, MQA_MODES),
+                                    ("file_order", self.file_order, FILE_ORDERS),
+                                    ("sampling", self.sampling, SAMPLING)):
+            if value not in choices:
+                raise ValueError(f"{source}: data.{key} = {value!r}: expected one of "
+                                 f"{list(choices)}")

@@ -1,0 +1,259 @@
+"""The trainer every model of the package uses: build in a distribution strategy,
+restore, fit epoch by epoch, validate, checkpoint, keep the best models.
+
+``run(build_model, source, train, out_dir, compile_model=...)`` needs only a function
+that builds a ``keras.Model``, one that compiles it, and a :class:`DataSource`; NeMoT's runs
+(:mod:`nemot.training.trainer`), NGT and the paper reproductions all train through it.
+
+Epoch ``e`` is the global steps ``[e * S, (e + 1) * S)`` with ``S`` steps per epoch. The
+global step is the optimizer's iteration count, restored from the newest checkpoint; a
+run resumed in the middle of an epoch first finishes that epoch (one short ``fit``
+call), then runs the remaining whole epochs, and its data continue at exactly the batch
+they would have reached (``source.train(start_batch=step, ...)``).
+
+Output directory::
+
+    config.toml                the resolved run config (when given)
+    train_state/ckpt-<step>*   training checkpoints (tf.train.CheckpointManager, keep K)
+    logs/                      TensorBoard scalars
+    results.csv                epoch, loss, val_loss, val_metric (+ per-term losses, extras)
+    best.json                  the ♣ / ♠ epochs and values
+    model_last.keras, model_best_loss.keras (♣), model_best_metric.keras (♠)
+
+Example:
+    >>> source = DataSource(train=make_train, steps_per_epoch=100, metric=score)
+    >>> result = run(build, source, TrainConfig(epochs=3), "runs/try",
+    ...              compile_model=lambda m: m.compile(keras.optimizers.Adam(1e-3), "mse"))
+    >>> result.best["metric_epoch"]
+"""
+
+import dataclasses
+import functools
+import os
+from pathlib import Path
+
+import keras
+
+from nemot.training import callbacks as cb
+from nemot.training import distributed
+from nemot.training.checkpoints import TrainingCheckpoint
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """How long and how to train.
+
+    Args:
+        batch_size: GLOBAL batch size (split across replicas).
+        epochs: epochs to train.
+        steps_per_epoch: optimizer steps per epoch; 0 = one pass over the
+            training split (fine-tuning only).
+        checkpoint_every: save a training checkpoint every N steps (0 = at epoch ends only).
+        keep_checkpoints: how many training checkpoints to keep.
+        strategy: ``default`` (one device), ``mirrored`` or ``multi-worker``.
+        mixed_precision: ``None`` or a Keras dtype policy (``mixed_bfloat16``).
+        jit_compile: XLA-compile the train step.
+        decode_jit_compile: XLA-compile the validation decoding loop.
+        init_blocks_from_lm: general training: copy the ``lm`` output block into
+            ``mqa``/``gqa`` (thesis §3.5.3); False = leave them random, as the
+            original code did by accident (SPEC.md section 9).
+        init_from: a saved model (``.keras``, e.g. a pre-training run's
+            ``model_last.keras``) whose weights start this run, matched by name.
+        optimizer: ``adam`` (the thesis: Adam with Keras defaults) or ``sgd``
+            (plain gradient descent; its update is linear in the gradient, which
+            the distribution tests use to compare weights to 1e-5 - Adam's
+            ``g / (|g| + eps)`` turns rounding noise in near-zero gradients into
+            full-size steps).
+        log_every: TensorBoard scalars every N steps.
+        verbose: Keras progress bar (1), one line per epoch (2) or none (0).
+        freeze: parameter groups kept fixed: attribute paths of layers from the model,
+            e.g. ``("vanilla_set.token_embedding",)`` or ``("backbone",)``.
+    """
+
+    batch_size: int = 32
+    epochs: int = 1
+    steps_per_epoch: int = 0
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 5
+    strategy: str = "default"
+    mixed_precision: str | None = None
+    jit_compile: bool = False
+    decode_jit_compile: bool = True
+    init_blocks_from_lm: bool = True
+    init_from: str | None = None
+    optimizer: str = "adam"
+    log_every: int = 100
+    verbose: int = 1
+    freeze: tuple = ()
+
+
+
+
+@dataclasses.dataclass
+class DataSource:
+    """The datasets of a run, as functions of the distribution arguments.
+
+    Args:
+        train: ``train(start_batch, batch_size, input_context)`` -> an infinite dataset
+            starting at global batch ``start_batch``.
+        steps_per_epoch: optimizer steps per epoch.
+        validation: ``validation(batch_size, input_context)`` -> one pass, or None.
+        metric: ``metric(model)`` -> a float (higher is better) or a dict with key
+            ``"metric"`` and extra values for the results row; None for no metric.
+        validation_batches: how many validation batches the loss reads (0 = all).
+    """
+
+    train: object
+    steps_per_epoch: int
+    validation: object = None
+    metric: object = None
+    validation_batches: int = 0
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished run reports."""
+
+    out_dir: str
+    step: int
+    epochs_done: int
+    best: dict
+    history: dict
+    model: object = None
+
+
+def freeze(model, paths):
+    """Set ``trainable = False`` on the layers at attribute ``paths`` of ``model``."""
+    for path in paths:
+        layer = model
+        for name in path.split("."):
+            if not hasattr(layer, name):
+                raise ValueError(f"train.freeze: {path!r}: {type(layer).__name__} has no "
+                                 f"attribute {name!r}")
+            layer = getattr(layer, name)
+        if not isinstance(layer, keras.layers.Layer):
+            raise ValueError(f"train.freeze: {path!r} is a {type(layer).__name__}, not a layer")
+        layer.trainable = False
+
+
+def _datasets(source, strategy, batch_size, start_batch):
+    """Train (from ``start_batch``) and validation datasets, distributed when needed."""
+    from nemot.data import pipelines
+
+    def distributed_or_plain(fn):
+        if strategy.num_replicas_in_sync == 1 and not distributed.is_multi_worker(strategy):
+            return fn(batch_size=batch_size, input_context=None)
+        return pipelines.distribute(strategy, fn, batch_size)
+
+    train = distributed_or_plain(functools.partial(source.train, start_batch))
+    validation = source.validation and distributed_or_plain(
+        functools.partial(_limited, source.validation, source.validation_batches))
+    return train, validation
+
+
+def _limited(validation, batches, batch_size, input_context):
+    """The first ``batches`` global batches of a validation dataset (all when 0)."""
+    dataset = validation(batch_size, input_context)
+    if not batches:
+        return dataset
+    per_pipeline = 1 if input_context is None else (
+        input_context.num_replicas_in_sync // input_context.num_input_pipelines)
+    return dataset.take(batches * per_pipeline)
+
+
+def run(build_model, source, train, out_dir, compile_model=None, seed=0, strategy=None,
+        callbacks=(), config_toml=None, perplexity=False):
+    """Train (or resume) one run; see the module docstring.
+
+    Args:
+        build_model: ``build_model()`` -> a keras.Model, called in the strategy's scope.
+        compile_model: ``compile_model(model)`` compiles it, after the parameter groups
+            of ``train.freeze`` are frozen (Keras fixes the trainable variables at
+            compile time). None: ``build_model`` returns a compiled model and nothing
+            can be frozen.
+        source: a :class:`DataSource`.
+        train: a :class:`TrainConfig`.
+        out_dir: the run directory.
+        seed: ``keras.utils.set_random_seed`` before building.
+        strategy: a ``tf.distribute`` strategy (default from ``train.strategy``).
+        callbacks: more Keras callbacks, run after the trainer's own.
+        config_toml: text written to ``<out_dir>/config.toml`` (the resolved config).
+        perplexity: also log ``val_perplexity`` = exp(val_loss) (language modelling).
+
+    Raises:
+        cb.TrainingDiverged: the loss became NaN or infinite; the newest checkpoint in
+            ``train_state/`` is the last good one.
+    """
+    out_dir = str(out_dir)
+    keras.utils.set_random_seed(seed)
+    previous_policy = keras.config.dtype_policy()
+    if train.mixed_precision:
+        keras.config.set_dtype_policy(train.mixed_precision)
+    try:
+        return _run(build_model, compile_model, source, train, out_dir,
+                    strategy or distributed.make_strategy(train.strategy), list(callbacks),
+                    config_toml, perplexity)
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+
+
+def _build(build_model, compile_model, train, strategy):
+    if train.freeze and compile_model is None:
+        raise ValueError(f"train.freeze = {list(train.freeze)}: freezing needs compile_model= "
+                         "(the model is compiled after its groups are frozen)")
+    with strategy.scope():
+        model = build_model()
+        freeze(model, train.freeze)
+        if compile_model is not None:
+            compile_model(model)
+    return model
+
+
+def _run(build_model, compile_model, source, train, out_dir, strategy, extra_callbacks,
+         config_toml, perplexity):
+    is_chief, worker = distributed.worker_info(strategy)
+    os.makedirs(out_dir, exist_ok=True)
+    if is_chief and config_toml is not None:
+        Path(out_dir, "config.toml").write_text(config_toml, encoding="utf-8")
+    model = _build(build_model, compile_model, train, strategy)
+    with strategy.scope():
+        checkpoint = TrainingCheckpoint(model, os.path.join(out_dir, "train_state"),
+                                        keep=train.keep_checkpoints, is_chief=is_chief,
+                                        worker_id=worker)
+        step = checkpoint.restore()
+    spe, epochs = train.steps_per_epoch or source.steps_per_epoch, train.epochs
+    guard = cb.NonFiniteGuard()
+    validation = cb.EpochValidation(out_dir, source.metric, guard, enabled=is_chief,
+                                    perplexity=perplexity)
+    validation.forget_after(step // spe)
+    callbacks = [guard, validation, cb.StepCheckpoint(checkpoint, train.checkpoint_every, guard),
+                 cb.ScalarLogger(os.path.join(out_dir, "logs"), train.log_every,
+                                 enabled=is_chief)] + extra_callbacks
+    history = {}
+    # At most two segments: the rest of an interrupted epoch, then whole epochs.
+    while step < spe * epochs and guard.failure is None:
+        epoch = step // spe
+        segment_end = epoch + 1 if step % spe else epochs
+        train_ds, val_ds = _datasets(source, strategy, train.batch_size, step)
+        kwargs = dict(epochs=segment_end, initial_epoch=epoch,
+                      steps_per_epoch=spe - step % spe if step % spe else spe,
+                      validation_data=val_ds, callbacks=callbacks, verbose=train.verbose)
+        if distributed.is_multi_worker(strategy):
+            h = distributed.multi_worker_fit(model, strategy, train_ds,
+                                             jit_compile=train.jit_compile, **kwargs)
+        else:
+            # shuffle=False: the datasets are already in their seeded order.
+            h = model.fit(train_ds, shuffle=False, **kwargs)
+        for key, values in h.history.items():
+            history.setdefault(key, []).extend(values)
+        new_step = checkpoint.step
+        if new_step == step:
+            break
+        step = new_step
+    if guard.failure is not None:
+        raise cb.TrainingDiverged(
+            f"run in {out_dir} stopped: {guard.failure}. Nothing was saved after it; the last "
+            f"good checkpoint is {checkpoint.latest or '(none yet)'} (resume from it with a "
+            "lower learning rate, or check the data)")
+    return TrainResult(out_dir=out_dir, step=step, epochs_done=step // spe,
+                       best=dict(validation.best), history=history, model=model)
