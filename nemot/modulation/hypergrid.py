@@ -160,7 +160,10 @@ class TaskConditioning(keras.layers.Layer):
         source: ``"mhsa"``, ``"task"`` or ``"context"``.
         num_tasks: rows of the task embedding.
         heads: attention heads of the ``"mhsa"`` source (the paper does not give its
-            size; key size d / heads).
+            size).
+        key_dim: size of each head; None: d / heads (a standard MHSA, 4d² + 4d weights).
+            The paper calls HyperGrid's added parameters negligible, which a full MHSA per
+            layer is not (+26% at T5-base); a small ``key_dim`` gives a light one.
 
     Call :meth:`vector` (after ``build(d)``) with the host's conditioning dict; it
     returns [B, d], or [B, L, d] for a per-position (causal) mask.
@@ -172,11 +175,12 @@ class TaskConditioning(keras.layers.Layer):
         TensorShape([2, 16])
     """
 
-    def __init__(self, source="mhsa", num_tasks=1, heads=1, **kwargs):
+    def __init__(self, source="mhsa", num_tasks=1, heads=1, key_dim=None, **kwargs):
         super().__init__(**kwargs)
         self.source = _choice("conditioning", source, CONDITIONINGS)
         self.num_tasks = int(num_tasks)
         self.heads = int(heads)
+        self.key_dim = key_dim
 
     @staticmethod
     def needs(source):
@@ -190,11 +194,12 @@ class TaskConditioning(keras.layers.Layer):
             self.task_embedding = self.add_weight((self.num_tasks, self.d_model),
                                                   initializer="uniform", name="task_embedding")
         if self.source == "mhsa":
-            if self.heads < 1 or self.d_model % self.heads:
+            if self.heads < 1 or (self.key_dim is None and self.d_model % self.heads):
                 raise ValueError(f"heads={self.heads}: expected a divisor of the model width "
                                  f"{self.d_model}")
             self.attention = keras.layers.MultiHeadAttention(
-                self.heads, self.d_model // self.heads, name="attention", dtype=self.dtype_policy)
+                self.heads, self.key_dim or self.d_model // self.heads, name="attention",
+                dtype=self.dtype_policy)
             self.attention.build((None, None, self.d_model), (None, None, self.d_model))
         self.built = True
 
@@ -217,7 +222,8 @@ class TaskConditioning(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(source=self.source, num_tasks=self.num_tasks, heads=self.heads)
+        config.update(source=self.source, num_tasks=self.num_tasks, heads=self.heads,
+                      key_dim=self.key_dim)
         return config
 
 
@@ -229,7 +235,7 @@ class HyperGrid(keras.layers.Layer):
         mode: ``"L2"``, ``"LG"``, ``"GL"`` or ``"L"`` (grid (d_r, 1)).
         conditioning: the source of T′ (:class:`TaskConditioning`).
         num_tasks: tasks of the host.
-        heads: heads of the ``"mhsa"`` conditioning.
+        heads, key_dim: of the ``"mhsa"`` conditioning.
         scalar: pool Ĝ to its mean (Table 7's "scalar HyperGrid").
         initializer: of L_r, L_c, G_r, G_c; default Glorot-uniform matrices and G = 1.
             All zeros gives Ĝ = 0.5 everywhere, but no gradient ever leaves that
@@ -245,7 +251,7 @@ class HyperGrid(keras.layers.Layer):
     """
 
     def __init__(self, grid, mode="LG", conditioning="mhsa", num_tasks=1, heads=1,
-                 scalar=False, initializer=None, **kwargs):
+                 scalar=False, initializer=None, key_dim=None, **kwargs):
         super().__init__(**kwargs)
         self.grid_shape = _positive_pair("grid", grid)
         self.mode = _choice("mode", mode, MODES)
@@ -254,8 +260,8 @@ class HyperGrid(keras.layers.Layer):
                              f"(d_r, 1), got {self.grid_shape}")
         self.scalar = bool(scalar)
         self.initializer = initializer
-        self.conditioning = TaskConditioning(conditioning, num_tasks, heads, name="conditioning",
-                                             dtype=self.dtype_policy)
+        self.conditioning = TaskConditioning(conditioning, num_tasks, heads, key_dim,
+                                             name="conditioning", dtype=self.dtype_policy)
 
     def build(self, d_model):
         self.conditioning.build(d_model)
@@ -290,7 +296,8 @@ class HyperGrid(keras.layers.Layer):
         config.update(grid=list(self.grid_shape), mode=self.mode,
                       conditioning=self.conditioning.source,
                       num_tasks=self.conditioning.num_tasks, heads=self.conditioning.heads,
-                      scalar=self.scalar, initializer=self.initializer)
+                      key_dim=self.conditioning.key_dim, scalar=self.scalar,
+                      initializer=self.initializer)
         return config
 
 
@@ -309,7 +316,7 @@ class HyperGridDense(DenseModulation):
         placement: ``"ffn2"`` (default, the paper), ``"ffn1"``, ``"ffn"`` (both),
             ``"qkv"`` or ``"all"`` (Table 7): which projections the kind replaces.
         conditioning: ``"mhsa"``, ``"task"`` or ``"context"``.
-        heads: heads of the ``"mhsa"`` conditioning.
+        heads, key_dim: of the ``"mhsa"`` conditioning (:class:`TaskConditioning`).
         residual: add ``XW`` (eq. 7; the paper's default, for a pretrained W).
         scalar: Table 7's scalar HyperGrid.
         materialise: per-example weights instead of the blockwise einsum (max-grid).
@@ -325,13 +332,14 @@ class HyperGridDense(DenseModulation):
 
     def __init__(self, equation, output_shape, bias_axes=None, grid=(8, 8), mode="LG",
                  placement="ffn2", conditioning="mhsa", heads=1, residual=True, scalar=False,
-                 materialise=False, initializer=None, **kwargs):
+                 materialise=False, initializer=None, key_dim=None, **kwargs):
         super().__init__(equation, output_shape, bias_axes, **kwargs)
         self.placement = _choice("placement", placement, PLACEMENTS)
         self.residual = bool(residual)
         self.materialise = bool(materialise)
         self.hypergrid = HyperGrid(grid, mode, conditioning, self.num_tasks, heads, scalar,
-                                   initializer, name="hypergrid", dtype=self.dtype_policy)
+                                   initializer, key_dim, name="hypergrid",
+                                   dtype=self.dtype_policy)
 
     @classmethod
     def needs(cls, options):
@@ -357,8 +365,8 @@ class HyperGridDense(DenseModulation):
         # Hosts rebuild their modulations from the model config; this records the options.
         config = super().get_config()
         hg = self.hypergrid.get_config()
-        config.update({k: hg[k] for k in ("grid", "mode", "conditioning", "heads", "scalar",
-                                          "initializer")})
+        config.update({k: hg[k] for k in ("grid", "mode", "conditioning", "heads", "key_dim",
+                                          "scalar", "initializer")})
         config.update(placement=self.placement, residual=self.residual,
                       materialise=self.materialise)
         return config
@@ -372,7 +380,7 @@ class OutputGate(Modulation):
         gates: n, the number of gates (each repeated over a contiguous block of
             d_ff / n units); None: one per unit (OG), 16 / 32 / 64: Table 4's OG(n).
         conditioning: the source of T′ (:class:`TaskConditioning`).
-        heads: heads of the ``"mhsa"`` conditioning.
+        heads, key_dim: of the ``"mhsa"`` conditioning.
 
     Example:
         >>> og = OutputGate(gates=4, conditioning="task", num_tasks=2)
@@ -383,10 +391,10 @@ class OutputGate(Modulation):
 
     site = "activation"
 
-    def __init__(self, gates=None, conditioning="mhsa", heads=1, **kwargs):
+    def __init__(self, gates=None, conditioning="mhsa", heads=1, key_dim=None, **kwargs):
         super().__init__(**kwargs)
         self.gates = gates
-        self.conditioning = TaskConditioning(conditioning, self.num_tasks, heads,
+        self.conditioning = TaskConditioning(conditioning, self.num_tasks, heads, key_dim,
                                              name="conditioning", dtype=self.dtype_policy)
 
     @classmethod
@@ -416,5 +424,5 @@ class OutputGate(Modulation):
     def get_config(self):
         config = super().get_config()
         config.update(gates=self.gates, conditioning=self.conditioning.source,
-                      heads=self.conditioning.heads)
+                      heads=self.conditioning.heads, key_dim=self.conditioning.key_dim)
         return config

@@ -286,6 +286,11 @@ def test_parameter_count_is_the_formula(mode, conditioning):
     og = OutputGate(gates=6, conditioning=conditioning, num_tasks=tasks, heads=heads)
     og.build((None, None, d_ff), (None, None, d))
     assert og.count_params() == d * 6 + extra
+    if conditioning == "mhsa":  # a light conditioning attention: heads·key_dim = 2·3
+        light = dense(grid=(d_r, d_c), mode=mode, n_in=d_ff, n_out=d, num_tasks=tasks,
+                      conditioning="mhsa", heads=2, key_dim=3)
+        attention = 3 * (d * 6 + 6) + 6 * d + d
+        assert light.count_params() == d_ff * d + d + grid + tasks * d + attention
 
 
 # ------------------------------------------------------------------ the checkerboard toy
@@ -393,15 +398,15 @@ def test_nemot_hosts_hypergrid_trains_a_step_and_decodes_with_the_cache():
               batch_size=2, verbose=0)
     assert all(np.abs(np.array(w) - b).max() > 0 for w, b in zip(grid_weights, before))
 
-    prompt = list(ids(["gqa"])[0, :6])
-    full = np.asarray(model({"token_ids": np.array([prompt])}, training=False)["logits"])[0, -1]
-    cache = model.init_cache(1, 8)
-    valid = np.zeros((1, 8), bool)
-    valid[0, :3] = True
-    aux = np.array([prompt[:3]], "int32")
-    _, cache = model.call_with_cache(aux, np.array([prompt[3:5]], "int32"), cache, 0, valid)
-    step, cache = model.call_with_cache(aux, np.array([prompt[5:6]], "int32"), cache, 2, valid)
-    np.testing.assert_allclose(np.asarray(step)[0, -1], full, atol=1e-5)
+    # Cached decoding, one token at a time, gives the uncached logits at every position.
+    tokens = ids(["gqa"])[:, :7]
+    full = np.asarray(model({"token_ids": tokens}, training=False)["logits"])[0]
+    cache = model.init_cache(1, 4)
+    valid = np.ones((1, 4), bool)
+    for position in range(4):
+        step, cache = model.call_with_cache(tokens[:, :3], tokens[:, 3 + position:4 + position],
+                                            cache, position, valid)
+        np.testing.assert_allclose(np.asarray(step)[0, 0], full[position], atol=1e-5)
 
 
 def test_nemot_refuses_the_mhsa_conditioning_it_cannot_serve_with_a_cache():
