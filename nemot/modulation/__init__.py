@@ -36,6 +36,8 @@ from nemot.modulation.spec import ModulationSpec
 # kind -> "module:Class" of its Modulation subclass.
 KINDS = {
     "modulated_ffn": "nemot.modulation.activation:ModulatedFFN",
+    "hypergrid": "nemot.modulation.hypergrid:HyperGridDense",
+    "hypergrid_og": "nemot.modulation.hypergrid:OutputGate",
 }
 
 _LAZY = {
