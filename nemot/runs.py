@@ -51,6 +51,7 @@ from scipy import stats
 # "nemot" are added by their owners).
 REPRODUCTIONS = {
     "modact": "nemot.modact.experiment",
+    "hypergrid": "nemot.hypergrid.experiment",
 }
 MANIFEST = "runs.json"
 METRICS = "metrics.json"
