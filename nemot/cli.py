@@ -1,5 +1,6 @@
 """The ``nemot`` command line: ``nemot info``, ``pretrain``, ``finetune``,
-``train-general``, ``evaluate``, ``generate``, ``prepare-data`` and ``ngt``.
+``train-general``, ``evaluate``, ``generate``, ``prepare-data``, ``runs`` and the paper
+reproductions ``ngt``, ``modact``, ``hypergrid`` (``pals`` when installed).
 
 Each command module exposes ``add_parser(subparsers)``, which adds its
 sub-command(s) with a ``func`` default taking the parsed arguments.
@@ -16,6 +17,9 @@ COMMAND_MODULES = (
     "nemot.evaluation.evaluate",
     "nemot.evaluation.generate_cli",
     "nemot.ngt.cli",
+    "nemot.runs_cli",
+    "nemot.modact.cli",
+    "nemot.hypergrid.cli",
 )
 
 

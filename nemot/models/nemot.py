@@ -16,6 +16,8 @@ Per-layer modulations named in the config (PALs, HyperGrid, modulated activation
 neuromodulatory output too.
 """
 
+import warnings
+
 import keras
 import numpy as np
 from keras import ops
@@ -39,7 +41,11 @@ def as_config(config):
 def concrete(tensor):
     """``tensor`` as numpy, or None inside a traced function (symbolic values)."""
     try:
-        return np.asarray(ops.convert_to_numpy(tensor))
+        # Converting a symbolic TF tensor also warns (numpy 2's copy keyword) before it
+        # raises; the answer is None either way.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return np.asarray(ops.convert_to_numpy(tensor))
     except (TypeError, ValueError, NotImplementedError, AttributeError):
         return None
 
