@@ -9,22 +9,20 @@ Examples::
     nemot pals run --config configs/pals/table4.toml --variants zero_sst_sts --set train.epochs=1
     nemot pals report runs/pals/table2
     nemot pals params
-    nemot pals synthetic synthetic/      # data, vocabulary and a tiny BERT, no downloads
+    nemot pals synthetic synthetic       # data, vocabulary and a tiny BERT, no downloads
+    nemot pals run --config configs/pals/synthetic.toml
 
-Runs land in ``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the layout of the
-multi-seed runner (``nemot runs``), which adds confidence intervals and Welch tests.
+``run`` and ``report`` are the multi-seed runner's (:mod:`nemot.runs`; ``nemot runs
+--config configs/pals/table2.toml`` is the same run): runs land in
+``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the report gives mean ± SD, 95%
+confidence intervals and Welch tests beside the paper's numbers.
 """
 
-import json
-import statistics
 import sys
-from pathlib import Path
-
-METRICS = "metrics.json"
 
 
 def add_parser(subparsers):
-    """Add ``pals`` (``run``, ``report``, ``params``) to an argparse subparsers object."""
+    """Add ``pals`` (``run``, ``report``, ``params``, ``synthetic``) to ``subparsers``."""
     parser = subparsers.add_parser(
         "pals", help="PALs (projected attention layers) and annealed sampling on "
                      "SST / Quora / STS (seed 002)", description=__doc__.split("\n\n")[0])
@@ -37,7 +35,8 @@ def add_parser(subparsers):
     run.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                      help="overrides, e.g. train.epochs=1 data.dir=path model.backbone=dir")
 
-    report = commands.add_parser("report", help="mean ± SD over seeds beside the paper")
+    report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch tests over "
+                                                "seeds, beside the paper")
     report.add_argument("output_dir", help="a config's output_dir")
 
     params = commands.add_parser("params", help="PAL parameters per task at BERT-base sizes")
@@ -54,52 +53,23 @@ def add_parser(subparsers):
 
 def main_pals(args):
     """Run one parsed ``nemot pals`` command; returns the exit status."""
-    if args.pals_command == "run":
-        from nemot.pals import experiment
+    from nemot import runs
 
-        loaded = experiment.load(args.config, args.set)
-        names = args.variants or experiment.variants(loaded)
-        unknown = sorted(set(names) - set(loaded.variants))
-        if unknown:
-            raise SystemExit(f"{args.config}: variants {unknown}: expected some of "
-                             f"{experiment.variants(loaded)}")
-        for variant in names:
-            for seed in args.seeds or loaded.seeds:
-                run_dir = Path(loaded.output_dir, variant, f"seed{seed}")
-                print(f"== {loaded.name} {variant} seed {seed} -> {run_dir}", flush=True)
-                print(json.dumps(experiment.run_one(loaded, variant, seed, run_dir)))
-        print(report(loaded.output_dir))
+    runs.register("pals", "nemot.pals.experiment")
+    if args.pals_command == "run":
+        out = runs.run_config(args.config, seeds=args.seeds, variants=args.variants,
+                              overrides=args.set)
+        print(runs.write_report(out))
     elif args.pals_command == "report":
-        print(report(args.output_dir))
+        print(runs.write_report(args.output_dir))
     elif args.pals_command == "synthetic":
         from nemot.pals.synthetic import write_synthetic
 
-        data, vocab, bert = write_synthetic(args.directory, seed=args.seed)
-        print(f"--set data.dir='{data}' model.backbone='{bert}' model.tokenizer='{vocab}'")
+        for path in write_synthetic(args.directory, seed=args.seed):
+            print(path)
     else:
         print(parameter_table(args.tasks))
     return 0
-
-
-def report(output_dir):
-    """A markdown table: each variant's metrics as mean ± SD over its seeds, the paper's
-    number beside each (``score``: mean with (r + 1) / 2; ``average_raw_r``: raw r)."""
-    from nemot.pals.experiment import PAPER
-
-    rows = ["| variant | metric | ours (mean ± SD) | seeds | paper |", "|---|---|---|---|---|"]
-    for variant_dir in sorted(p for p in Path(output_dir).iterdir() if p.is_dir()):
-        runs = [json.loads(f.read_text()) for f in sorted(variant_dir.glob(f"seed*/{METRICS}"))]
-        if not runs:
-            continue
-        paper = PAPER.get(variant_dir.name, {})
-        for metric in runs[0]:
-            values = [r[metric] for r in runs if metric in r]
-            sd = statistics.stdev(values) if len(values) > 1 else 0.0
-            expected = paper.get(metric)
-            rows.append(f"| {variant_dir.name} | {metric} | {statistics.mean(values):.3f} ± "
-                        f"{sd:.3f} | {len(values)} | "
-                        f"{'' if expected is None else f'{expected:.3f}'} |")
-    return "\n".join(rows)
 
 
 def parameter_table(num_tasks=3):

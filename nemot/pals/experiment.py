@@ -37,20 +37,19 @@ Example:
 
 import csv
 import dataclasses
-import json
 import math
-import tomllib
 from pathlib import Path
 
 import keras
 import numpy as np
 
+from nemot import runs
 from nemot.data.format import DataError
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
 from nemot.pals.tasks import get_task
-from nemot.training.run_config import dump_toml, parse_override
+from nemot.training.run_config import dump_toml
 from nemot.training.sampling import MODES, TaskSampler
 
 MODES_OF_TRAINING = ("finetune", "pretrain")
@@ -176,53 +175,29 @@ def _settings(tables, source):
 
 def from_dict(raw, source="<dict>"):
     """An :class:`Experiment` from a TOML-shaped dict; unknown keys name the file and key."""
-    known = {"reproduction", "name", "output_dir", "seeds", "variants", *SECTIONS}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ValueError(f"{source}: unknown keys {unknown}: expected some of {sorted(known)}")
     if raw.get("reproduction", "pals") != "pals":
         raise ValueError(f"{source}: reproduction = {raw['reproduction']!r}: expected 'pals'")
-    for key in ("name", "output_dir"):
-        if not isinstance(raw.get(key), str):
-            raise ValueError(f"{source}: {key!r}: expected a string")
-    seeds = raw.get("seeds", [0])
-    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
-        raise ValueError(f"{source}: seeds = {seeds!r}: expected a list of integers")
+    protocol = runs.protocol_keys(raw, tuple(SECTIONS), source)
     base = _settings(raw, source)
-    variants = {}
     fields = {f for keys in SECTIONS.values() for f in keys}
-    for name, table in (raw.get("variants") or {"default": {}}).items():
+    variants = {}
+    for name, table in protocol["variants"].items():
         where = f"{source}: [variants.{name}]"
         unknown = sorted(set(table) - fields)
         if unknown:
             raise ValueError(f"{where}: unknown keys {unknown}: expected some of {sorted(fields)}")
         values = dict(base, **{k: _check(k, v, where) for k, v in table.items()})
         variants[name] = Settings(**values)
-    return Experiment(raw["name"], raw["output_dir"], tuple(seeds), variants, source)
+    return Experiment(protocol["name"], protocol["output_dir"], protocol["seeds"], variants,
+                      source)
 
 
 def load(path, overrides=()):
     """Read a config and apply ``KEY=VALUE`` overrides (``"train.epochs=1"``,
-    ``"data.dir=..."``, ``"seeds=[0]"``; variant keys: ``"variants.half.epochs=1"``)."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such experiment config") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path}: not valid TOML: {error}") from None
-    for text in overrides:
-        if text.startswith("variants."):
-            key, value = text.split("=", 1)
-            _, variant, field = key.strip().split(".", 2)
-            raw.setdefault("variants", {}).setdefault(variant, {})[field] = \
-                parse_override(f"x={value}")[1]
-            continue
-        keys, value = parse_override(text)
-        table = raw
-        for key in keys[:-1]:
-            table = table.setdefault(key, {})
-        table[keys[-1]] = value
+    ``"data.dir=..."``, ``"seeds=[0]"``; they set the shared tables, which a variant's own
+    keys still override)."""
+    raw = runs.apply_overrides(runs.read_config(path), overrides, tuple(SECTIONS),
+                               source=str(path))
     return from_dict(raw, source=str(path))
 
 
@@ -297,9 +272,9 @@ def _datasets(settings, train, evaluation, sampler, seed):
 
 
 def run_one(experiment, variant, seed, run_dir):
-    """Train and evaluate one (variant, seed); returns the best epoch's metrics
-    (:func:`nemot.pals.metrics.summary` keys) and writes ``metrics.json`` in ``run_dir``
-    beside the trainer's files."""
+    """Train and evaluate one (variant, seed) into ``run_dir``; returns the best epoch's
+    metrics (:func:`nemot.pals.metrics.summary` keys; the runner writes them to
+    ``metrics.json``)."""
     from nemot.training import loop
 
     settings = experiment.variants[variant]
@@ -337,9 +312,7 @@ def run_one(experiment, variant, seed, run_dir):
                               steps_per_epoch=steps, verbose=settings.verbose)
     result = loop.run(build_model, source, config, run_dir, compile_model=compile_model,
                       seed=seed, config_toml=resolved_toml(experiment, variant, seed))
-    metrics = best_epoch_metrics(run_dir, result.best["metric_epoch"])
-    Path(run_dir, "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
-    return metrics
+    return best_epoch_metrics(run_dir, result.best["metric_epoch"])
 
 
 def resolved_toml(experiment, variant, seed):
