@@ -42,7 +42,6 @@ import statistics
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 from scipy import stats
@@ -50,7 +49,9 @@ from scipy import stats
 # reproduction name -> its experiment module (entries for "pals", "hypergrid", "ngt",
 # "nemot" are added by their owners).
 REPRODUCTIONS = {
+    "nemot": "nemot.training.experiment",
     "modact": "nemot.modact.experiment",
+    "ngt": "nemot.ngt.experiment",
     "hypergrid": "nemot.hypergrid.experiment",
 }
 MANIFEST = "runs.json"
@@ -79,13 +80,9 @@ def experiment_module(name, source="config"):
 
 def read_config(path):
     """The TOML dict of an experiment config; errors name the file."""
-    path = Path(path)
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such config") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path}: not valid TOML: {error}") from None
+    from nemot.training.run_config import read_toml
+
+    return read_toml(path)
 
 
 def apply_overrides(raw, overrides, tables, source="config"):

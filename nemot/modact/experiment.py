@@ -1,5 +1,7 @@
 """The modulated-activation experiments for :mod:`nemot.runs` (seed 003): one config per
-table of the paper (``configs/modact/*.toml``), and the NeMoT comparison on QA data.
+table of the paper (``configs/modact/*.toml``). NeMoT with a modulated feed-forward
+activation on the thesis' QA data is a ``reproduction = "nemot"`` experiment
+(:mod:`nemot.training.experiment`, ``configs/nemot/race_modulation.toml``).
 
 A config::
 
@@ -12,15 +14,10 @@ A config::
     [train]     TrainConfig fields (below)
     [variants.<name>]  ModelConfig fields of one column of the paper's table
 
-or, for NeMoT (``[model] architecture = "nemot"``): ``[model] run_config`` (a thesis
-run config, e.g. ``configs/race.toml``) and ``run_overrides`` (its ``KEY=VALUE``
-overrides), and per variant ``modulation`` (``[[model.modulation]]`` tables), so the
-variants differ in their modulations only.
-
 ``run_one`` trains one variant with one seed and returns ``test_accuracy``,
 ``train_accuracy`` (the last epoch's, under dropout and augmentation, as the paper's
 "Training" column appears to be) and, with a validation split, ``validation_accuracy``
-(last epoch); for NeMoT the best validation metric and loss (♠, ♣).
+(last epoch).
 """
 
 import dataclasses
@@ -53,18 +50,14 @@ PAPER = {
     "sst2_lstm/C1": {"test_accuracy": 0.73629},
     "sst2_lstm/C2": {"test_accuracy": 0.74327},
     "sst2_lstm/C3": {"test_accuracy": 0.73628},
-    "nemot_race/thesis": {"val_metric": 0.6002},
 }
 PAPER_NOTES = {
     "names_lstm": "Table 4, 30 runs: SD .00526 (modulated) vs .00565 / .00531 / .00650 "
                   "(C1 / C2 / C3); Hedges' g .748 / .722 / .499; p < .006 / .007 / .06.",
     "sst2_lstm": "Table 4, 100 runs: SD .01150 (modulated) vs .04855 / .04687 / .04701 "
                  "(C1 / C2 / C3); Hedges' g 1.092 / .924 / 1.126; all p < .001.",
-    "nemot_race": "thesis Table 3.4: NeMoT's RACE validation accuracy 60.02 (epoch 26) "
-                  "without a modulated FFN; the variants are ours.",
 }
 TABLES = ("model", "data", "train")
-NEMOT_MODEL_KEYS = {"architecture", "run_config", "run_overrides"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,10 +127,6 @@ class Experiment:
     train: TrainConfig | None = None
     source: str = "<dict>"
 
-    @property
-    def is_nemot(self):
-        return self.model.get("architecture") == "nemot"
-
 
 def _fields(cls, values, where):
     """``cls(**values)``; unknown keys and bad values raise naming ``where``."""
@@ -159,17 +148,6 @@ def from_dict(raw, source="<dict>"):
     model = dict(raw.get("model", {}))
     variants = protocol["variants"]
     common = dict(protocol, model=model, source=source)
-    if model.get("architecture") == "nemot":
-        unknown = sorted(set(model) - NEMOT_MODEL_KEYS)
-        if unknown or not model.get("run_config"):
-            raise ValueError(f"{source}: [model]: a NeMoT experiment takes "
-                             f"{sorted(NEMOT_MODEL_KEYS)} (run_config required), got "
-                             f"{sorted(model)}")
-        for name, table in variants.items():
-            if set(table) - {"modulation"}:
-                raise ValueError(f"{source}: variants.{name}: expected only 'modulation' "
-                                 f"(a list of [[model.modulation]] tables), got {sorted(table)}")
-        return Experiment(**common)
     experiment = Experiment(**common,
                             data=_fields(DataConfig, raw.get("data", {}), f"{source}: [data]"),
                             train=_fields(TrainConfig, raw.get("train", {}), f"{source}: [train]"))
@@ -237,8 +215,6 @@ def compile_model(model, train, total_steps):
 
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` with ``seed`` into ``run_dir``; returns its metrics."""
-    if experiment.is_nemot:
-        return _run_nemot(experiment, variant, seed, run_dir)
     from nemot.training import loop
     from nemot.training.run_config import dump_toml
 
@@ -264,28 +240,4 @@ def run_one(experiment, variant, seed, run_dir):
                "train_accuracy": result.history["accuracy"][-1]}
     if "val_accuracy" in result.history:
         metrics["validation_accuracy"] = result.history["val_accuracy"][-1]
-    return metrics
-
-
-def nemot_run_config(experiment, variant, seed):
-    """The thesis run config of a NeMoT variant: the base ``run_config`` with its
-    overrides and ``seed``, and the variant's modulations."""
-    from nemot.training.run_config import load_run_config
-
-    cfg = load_run_config(experiment.model["run_config"],
-                          [*experiment.model.get("run_overrides", ()), f"seed={seed}"])
-    modulation = experiment.variants[variant].get("modulation", [])
-    return dataclasses.replace(cfg, name=f"{experiment.name}-{variant}-seed{seed}",
-                               model=cfg.model.replace(modulation=modulation))
-
-
-def _run_nemot(experiment, variant, seed, run_dir):
-    from nemot.training.trainer import train
-
-    result = train(nemot_run_config(experiment, variant, seed), out_dir=str(run_dir))
-    metrics = {}
-    if result.best.get("val_metric") is not None:
-        metrics["val_metric"] = result.best["val_metric"]
-    if result.best.get("val_loss") is not None:
-        metrics["val_loss"] = result.best["val_loss"]
     return metrics

@@ -116,7 +116,8 @@ class Experiment:
         def fail(key, expected, value):
             return ValueError(f"{source}, key {key!r}: expected {expected}, got {value!r}")
 
-        known = {"name", "output_dir", "seeds", "model", "train", "data", "variants", "tasks"}
+        known = {"reproduction", "name", "output_dir", "seeds", "model", "train", "data", "variants",
+                 "tasks"}
         for key in raw:
             if key not in known:
                 raise fail(key, f"one of {sorted(known)}", "an unknown key")

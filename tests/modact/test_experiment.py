@@ -104,18 +104,3 @@ def test_a_cifar_run_with_augmentation_and_validation(tmp_path):
         "data.synthetic=40", "train.epochs=1", "train.batch_size=16", f"output_dir={tmp_path}"])
     metrics = experiment.run_one(exp, "modulated", 1, tmp_path / "run")
     assert set(metrics) == {"test_accuracy", "train_accuracy", "validation_accuracy"}
-
-
-def test_nemot_variants_differ_in_their_modulation_only():
-    exp = experiment.load(CONFIGS / "nemot_race.toml")
-    configs = {v: experiment.nemot_run_config(exp, v, 3) for v in experiment.variants(exp)}
-    assert configs["thesis"].model.modulation == ()
-    pre, post = configs["pre"].model.modulation[0], configs["post"].model.modulation[0]
-    assert pre.kind == "modulated_ffn" and pre.sets == ("output",)
-    assert dict(pre.options)["position"] == "pre" and dict(post.options)["position"] == "post"
-    for cfg in configs.values():
-        assert cfg.seed == 3
-        assert cfg.model.replace(modulation=()) == configs["thesis"].model
-        assert (cfg.data, cfg.train, cfg.schedule, cfg.loss) == (
-            configs["thesis"].data, configs["thesis"].train, configs["thesis"].schedule,
-            configs["thesis"].loss)

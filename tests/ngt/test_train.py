@@ -178,3 +178,47 @@ aux_tokens = ["[unused1]"]
     counts = json.loads(capsys.readouterr().out)
     layer = 4 * (8 * 8 + 8) + 2 * 16 + (8 * 16 + 16) + (16 * 8 + 8)  # one BERT layer of width 8
     assert counts["ngt"] - counts["plain"] == layer  # one gating layer
+
+
+def test_nemot_runs_runs_ngt_configs(tmp_path, superglue_dir, vocab_file):
+    from nemot import runs
+    from nemot.ngt import experiment
+
+    n_vocab = len(vocab_file.read_text().split())
+    config = tmp_path / "table1.toml"
+    config.write_text(f"""
+reproduction = "ngt"
+name = "table1"
+output_dir = "{tmp_path / 'runs'}"
+seeds = [0]
+[model]
+tokenizer = "{vocab_file}"
+sequence_length = 48
+num_gating_layers = 1
+[model.backbone]
+vocabulary_size = {n_vocab}
+num_layers = 2
+num_heads = 2
+hidden_dim = 8
+intermediate_dim = 16
+max_sequence_length = 48
+[train]
+batch_size = 4
+run_eagerly = true
+[data]
+dir = "{superglue_dir}"
+[variants.no-gating-block]
+gating = "no-gating-block"
+[tasks.CB]
+epochs = 1
+""")
+    out = runs.run_config(config, log=lambda *a: None)
+    scores = json.loads((out / "no-gating-block" / "seed0" / runs.METRICS).read_text())
+    epochs = [{k: v for k, v in line.items() if k not in ("epoch", "loss")}
+              for line in map(json.loads, (out / "no-gating-block" / "seed0" / "CB" /
+                                           "metrics.jsonl").read_text().splitlines())]
+    assert scores == {"CB": pytest.approx(100 * np.mean(list(epochs[0].values()))),
+                      "mean": pytest.approx(scores["CB"])}
+    report, _ = runs.report(out)
+    assert "68.27" in report  # the paper's Mean of this variant, beside ours
+    assert experiment.load(config).name == "table1"
