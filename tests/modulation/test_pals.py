@@ -208,17 +208,23 @@ def test_pals_in_the_vanilla_set_keep_dec_mode_causal():
     assert np.abs(after[0, -1] - before[0, -1]).max() > 1e-4
 
 
-def test_the_nemot_general_config_with_pals_builds():
+def test_the_nemot_general_experiment_with_pals_builds(monkeypatch):
     from pathlib import Path
 
-    from nemot.training.run_config import load_run_config
+    from nemot.training import experiment
 
-    path = Path(__file__).parents[2] / "configs" / "pals" / "nemot_general.toml"
-    config = load_run_config(path, overrides=['model.preset="tiny"']).model
-    (spec,) = config.modulation
+    root = Path(__file__).parents[2]
+    monkeypatch.chdir(root)  # run_config paths are relative to the repository
+    loaded = experiment.load(root / "configs" / "pals" / "nemot_general.toml")
+    assert experiment.variants(loaded) == ["thesis", "pals", "pals_annealed"]
+    thesis, pals, annealed = (experiment.run_config(loaded, v, 0) for v in
+                              ("thesis", "pals", "pals_annealed"))
+    assert thesis.model == pals.model.replace(modulation=())  # all else equal
+    assert (thesis.data.sampling, annealed.data.sampling) == ("uniform", "annealed")
+    (spec,) = pals.model.modulation
     assert (spec.kind, spec.sets, spec.layers, spec.kwargs) == (
         "pals", ("vanilla",), "all", {"hidden_size": 204, "num_heads": 6})
-    model = nemot.build_model(config)
-    plain = nemot.build_model(config.replace(modulation=()))
+    config = TINY.replace(modulation=pals.model.modulation)
+    model, plain = nemot.build_model(config), nemot.build_model(TINY)
     assert model.count_params() - plain.count_params() == len(config.output_blocks) * \
         pal_parameters(config.d_model, 204, config.num_vanilla_layers)
