@@ -231,18 +231,6 @@ def _tokenizer_spec(settings):
     return spec
 
 
-def _freeze_bert(model):
-    """Part 1's "pretrain" mode: BERT fixed, only the PALs and the heads learn."""
-    for layer in (model.token_embedding, model.position_embedding, model.segment_embedding,
-                  model.embeddings_layer_norm, model.pooled_dense):
-        layer.trainable = False
-    for block in model.transformer_layers:
-        for layer in (block.self_attention, block.self_attention_layer_norm,
-                      block.feedforward_intermediate_dense, block.feedforward_output_dense,
-                      block.feedforward_layer_norm):
-            layer.trainable = False
-
-
 def _datasets(settings, train, evaluation, sampler, seed):
     import tensorflow as tf
 
@@ -252,12 +240,21 @@ def _datasets(settings, train, evaluation, sampler, seed):
                   "task_index": tf.TensorSpec((None,), tf.int32)},
                  tf.TensorSpec((None, 2), tf.float32))
 
+    def single_pipeline(input_context):
+        # Every pipeline would read the same stream: sharding it is not implemented.
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            raise ValueError("PALs runs read one input pipeline; multi-worker training "
+                             "(several pipelines) is not supported")
+
     def train_fn(start_batch, batch_size, input_context):
+        single_pipeline(input_context)
         return tf.data.Dataset.from_generator(
             lambda: pals_data.multitask_batches(train, sampler, batch_size, seed, start_batch),
             output_signature=signature).prefetch(2)
 
     def validation_fn(batch_size, input_context):
+        single_pipeline(input_context)
+
         def batches():
             for index, task in enumerate(settings.tasks):
                 n = len(evaluation[task]["labels"])
@@ -302,7 +299,7 @@ def run_one(experiment, variant, seed, run_dir):
 
     def compile_model(model):
         if settings.mode == "pretrain":
-            _freeze_bert(model)
+            model.freeze_bert()
         model.compile(keras.optimizers.Adam(settings.learning_rate, epsilon=1e-6),
                       loss=PALsLoss(model.tasks), jit_compile=settings.jit_compile)
 

@@ -161,6 +161,18 @@ class PALBert(keras.Model):
         pooled = self.head_dropout_layer(pooled, training=training)
         return ops.concatenate([head(pooled) for head in self.heads], axis=-1)
 
+    def freeze_bert(self):
+        """Part 1's "pretrain" mode: BERT's weights (embeddings, layers, pooler) stay fixed;
+        the PALs and the heads learn. Call before ``compile``."""
+        for layer in (self.token_embedding, self.position_embedding, self.segment_embedding,
+                      self.embeddings_layer_norm, self.pooled_dense):
+            layer.trainable = False
+        for block in self.transformer_layers:
+            for layer in (block.self_attention, block.self_attention_layer_norm,
+                          block.feedforward_intermediate_dense, block.feedforward_output_dense,
+                          block.feedforward_layer_norm):
+                layer.trainable = False
+
     def task_outputs(self, outputs):
         """``{task: its head's columns}`` of the model's output."""
         out, start = {}, 0
@@ -256,7 +268,8 @@ class PALsLoss(keras.losses.Loss):
         tasks: the model's task names, in task-index order.
 
     Example:
-        >>> PALsLoss(("sst", "sts"))([[0, 3], [1, 2.5]], [[0, 0, 0, 9, 0, 2.5]])  # ~0
+        >>> PALsLoss(("sst", "sts"))([[0, 3], [1, 2.5]],
+        ...                          [[0, 0, 0, 20, 0, 0], [0, 0, 0, 0, 0, 2.5]])   # ~0
     """
 
     def __init__(self, tasks, name="pals_loss", **kwargs):
