@@ -136,6 +136,12 @@ class DenseModulation(Modulation):
         return self.add_bias(ops.einsum(self.equation, x, kernel))
 
 
+def cache_supported(layer):
+    """Whether every modulation inside ``layer`` (a model, a set) supports cached decoding."""
+    return all(m.supports_cache for m in layer._flatten_layers()
+               if isinstance(m, Modulation))
+
+
 def require(conditioning, key, who):
     """``conditioning[key]``, or a clear error naming the modulation that needed it."""
     if not conditioning or conditioning.get(key) is None:

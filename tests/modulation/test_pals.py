@@ -228,3 +228,16 @@ def test_the_nemot_general_experiment_with_pals_builds(monkeypatch):
     model, plain = nemot.build_model(config), nemot.build_model(TINY)
     assert model.count_params() - plain.count_params() == len(config.output_blocks) * \
         pal_parameters(config.d_model, 204, config.num_vanilla_layers)
+
+
+def test_a_pal_model_generates_by_recomputation():
+    from nemot.evaluation import decoding
+
+    keras.utils.set_random_seed(2)
+    spec = {"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}
+    model = nemot.build_model(TINY.replace(modulation=[spec]))
+    assert not model.supports_cache and nemot.build_model(TINY).supports_cache
+    assert not decoding.has_cache(model)
+    prompts = [list(nemot_ids(["gqa"])[0, :6])]
+    assert decoding.generate(model, prompts, max_new_tokens=3) == \
+        decoding.generate_by_recomputation(model, prompts, 3)
