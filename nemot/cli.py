@@ -63,6 +63,15 @@ def run_info(args):
             print(f"  {key:32s} {value:>13,}")
 
 
+def standalone(add_parser, command, argv=None):
+    """Run one sub-command module on its own (``python -m nemot.pals.cli run ...``):
+    ``add_parser`` adds ``command``; ``argv`` are the arguments after it."""
+    parser = argparse.ArgumentParser(prog="nemot")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args([command, *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="nemot", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)

@@ -12,7 +12,8 @@ Examples::
 """
 
 import argparse
-import sys
+
+from nemot.cli import standalone
 
 
 def add_parser(subparsers):
@@ -69,10 +70,7 @@ def main_runs(args):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.runs_cli --config ...``."""
-    parser = argparse.ArgumentParser(prog="nemot")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["runs", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return standalone(add_parser, "runs", argv)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ Examples::
 
 import json
 
+from nemot import runs
+from nemot.cli import standalone
+
 
 def add_parser(subparsers):
     """Add ``hypergrid`` (``run``, ``report``, ``params``, ``synthetic``) to ``subparsers``."""
@@ -72,11 +75,9 @@ def main_hypergrid(args):
 
     experiment = hg.load(args.config, args.set)
     if args.hypergrid_command == "run":
-        for variant in args.variants or hg.variants(experiment):
-            for seed in args.seeds or experiment.seeds:
-                run_dir = f"{experiment.output_dir}/{variant}/seed{seed}"
-                scores = hg.run_one(experiment, variant, seed, run_dir)
-                print(json.dumps({"variant": variant, "seed": seed, **scores}))
+        # The multi-seed runner (resumable, metrics.json per run), then the paper's layout.
+        runs.run_config(args.config, seeds=args.seeds or None, variants=args.variants,
+                        overrides=args.set)
         print(report(experiment))
     elif args.hypergrid_command == "report":
         print(report(experiment))
@@ -87,13 +88,7 @@ def main_hypergrid(args):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.hypergrid.cli run --config ...``."""
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(prog="nemot")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["hypergrid", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return standalone(add_parser, "hypergrid", argv)
 
 
 if __name__ == "__main__":

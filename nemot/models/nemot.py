@@ -30,7 +30,7 @@ from nemot.layers.sets import NeuromodulatorySet, OutputSet, VanillaSet
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.losses import CombinedLossMixin
 from nemot.models.weights import count_weights, transfer_weights
-from nemot.modulation.base import cache_supported, task_index
+from nemot.modulation.base import HostsModulations, task_index
 from nemot.modulation.gate import Gate
 
 
@@ -73,7 +73,7 @@ def text_masks(text_valid, is_enc, query_start, query_length, num_aux, with_aux)
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class NeMoT(CombinedLossMixin, keras.Model):
+class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
     """The NeMoT model: vanilla set, neuromodulatory set, gate, output set, heads.
 
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first,
@@ -253,12 +253,6 @@ class NeMoT(CombinedLossMixin, keras.Model):
         if strategies is None or at_embeddings:
             return out, out, cache
         return out, read(out), cache
-
-    @property
-    def supports_cache(self):
-        """False when a hosted modulation has no key/value cache (PALs): decode by
-        recomputation (``nemot.evaluation.decoding``)."""
-        return cache_supported(self)
 
     # ---- cached decoding (<dec> mode; the auxiliary tokens are a cached prefix) ----
 

@@ -136,10 +136,15 @@ class DenseModulation(Modulation):
         return self.add_bias(ops.einsum(self.equation, x, kernel))
 
 
-def cache_supported(layer):
-    """Whether every modulation inside ``layer`` (a model, a set) supports cached decoding."""
-    return all(m.supports_cache for m in layer._flatten_layers()
-               if isinstance(m, Modulation))
+class HostsModulations:
+    """Mixin of models whose stacks host modulations."""
+
+    @property
+    def supports_cache(self):
+        """False when a hosted modulation keeps no key/value cache (PALs): such a model
+        decodes by recomputation (``nemot.evaluation.decoding``)."""
+        return all(m.supports_cache for m in self._flatten_layers()
+                   if isinstance(m, Modulation))
 
 
 def require(conditioning, key, who):

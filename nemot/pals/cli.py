@@ -18,7 +18,7 @@ Examples::
 confidence intervals and Welch tests beside the paper's numbers.
 """
 
-import sys
+from nemot.cli import standalone
 
 
 def add_parser(subparsers):
@@ -91,12 +91,7 @@ def parameter_table(num_tasks=3):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.pals.cli run --config ...``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="nemot")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["pals", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return standalone(add_parser, "pals", argv)
 
 
 if __name__ == "__main__":

@@ -116,13 +116,12 @@ def test_fits_a_synthetic_pair_task_to_high_accuracy(tmp_path):
     assert logged[-1]["loss"] < logged[0]["loss"]
 
 
-def test_cli_trains_reports_and_counts_on_superglue_files(tmp_path, superglue_dir, vocab_file, capsys):
-    n_vocab = len(vocab_file.read_text().split())
-    config = tmp_path / "tiny.toml"
-    config.write_text(f"""
-name = "tiny"
+def write_config(path, tmp_path, superglue_dir, vocab_file, n_vocab, top, tables, name="tiny"):
+    """An experiment file of a tiny BERT on the SuperGLUE fixture; ``top`` adds top-level
+    keys (seeds), ``tables`` the variants and tasks."""
+    path.write_text(f"""{top.strip()}
+name = "{name}"
 output_dir = "{tmp_path / 'runs'}"
-seeds = [0, 1]
 [model]
 tokenizer = "{vocab_file}"
 sequence_length = 48
@@ -139,6 +138,13 @@ batch_size = 4
 run_eagerly = true  # tracing would dominate these two-step epochs
 [data]
 dir = "{superglue_dir}"
+{tables}""")
+    return path
+
+
+def test_cli_trains_reports_and_counts_on_superglue_files(tmp_path, superglue_dir, vocab_file, capsys):
+    n_vocab = len(vocab_file.read_text().split())
+    config = write_config(tmp_path / "tiny.toml", tmp_path, superglue_dir, vocab_file, n_vocab, "seeds = [0, 1]", """
 [variants.plain]
 gating = "no-gating-block"
 [variants.ngt]
@@ -185,33 +191,12 @@ def test_nemot_runs_runs_ngt_configs(tmp_path, superglue_dir, vocab_file):
     from nemot.ngt import experiment
 
     n_vocab = len(vocab_file.read_text().split())
-    config = tmp_path / "table1.toml"
-    config.write_text(f"""
-reproduction = "ngt"
-name = "table1"
-output_dir = "{tmp_path / 'runs'}"
-seeds = [0]
-[model]
-tokenizer = "{vocab_file}"
-sequence_length = 48
-num_gating_layers = 1
-[model.backbone]
-vocabulary_size = {n_vocab}
-num_layers = 2
-num_heads = 2
-hidden_dim = 8
-intermediate_dim = 16
-max_sequence_length = 48
-[train]
-batch_size = 4
-run_eagerly = true
-[data]
-dir = "{superglue_dir}"
+    config = write_config(tmp_path / "table1.toml", tmp_path, superglue_dir, vocab_file, n_vocab, 'reproduction = "ngt"\nseeds = [0]', """
 [variants.no-gating-block]
 gating = "no-gating-block"
 [tasks.CB]
 epochs = 1
-""")
+""", name="table1")
     out = runs.run_config(config, log=lambda *a: None)
     scores = json.loads((out / "no-gating-block" / "seed0" / runs.METRICS).read_text())
     epochs = [{k: v for k, v in line.items() if k not in ("epoch", "loss")}
