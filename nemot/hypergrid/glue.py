@@ -107,7 +107,7 @@ STS_RANGE = (0.0, 5.0)
 class GlueExample:
     """One labelled row: ``fields`` under T5's names, ``label`` a class index (a float
     in [0, 5] for STS-B), ``line`` its line in the ``source`` file (from TFDS or the
-    hub: its ``idx``, the row number in the file)."""
+    hub: its ``idx``, the row's number in the file it was built from)."""
 
     task: str
     fields: dict
