@@ -10,8 +10,8 @@ the reader and is reported there. Nothing is downloaded or prepared here.
 ``tensorflow-datasets`` is the optional extra ``tfds`` (``pip install 'nemot[tfds]'``).
 
 Example:
-    >>> features, rows = tfds_rows("glue/rte:2.0.0", "~/tensorflow_datasets", "validation")  # doctest: +SKIP
-    >>> features["label"].names, next(rows)                                                  # doctest: +SKIP
+    >>> features, rows = tfds_rows("glue/rte:2.0.0", "/data/tfds", "validation")  # doctest: +SKIP
+    >>> features["label"].names, next(rows)                                       # doctest: +SKIP
     (['entailment', 'not_entailment'], {'idx': 0, 'label': 1, 'sentence1': 'Dana Reeve ...', ...})
 """
 

@@ -182,7 +182,7 @@ def prepare_glue(data_dir, config, splits, features):
 
 
 def tfds_features(task, fields=None):
-    """TFDS ``glue/<config>``'s features: the texts (``fields``: other names), ``label``, ``idx``."""
+    """TFDS ``glue/<config>``'s features: the texts (``fields``: other names), label, idx."""
     spec = glue.SPECS[task]
     label = tfds.features.ClassLabel(names=list(spec.names)) if spec.names else np.float32
     return {**{name: tfds.features.Text() for name in fields or spec.fields}, "label": label,
