@@ -1,6 +1,6 @@
 """The ``nemot`` command line: ``nemot info``, ``pretrain``, ``finetune``,
 ``train-general``, ``evaluate``, ``generate``, ``prepare-data``, ``runs`` and the paper
-reproductions ``ngt``, ``modact``, ``hypergrid`` (``pals`` when installed).
+reproductions ``ngt``, ``pals``, ``modact``, ``hypergrid``.
 
 Each command module exposes ``add_parser(subparsers)``, which adds its
 sub-command(s) with a ``func`` default taking the parsed arguments.
@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "nemot.runs_cli",
     "nemot.modact.cli",
     "nemot.hypergrid.cli",
+    "nemot.pals.cli",
 )
 
 

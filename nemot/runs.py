@@ -52,6 +52,7 @@ REPRODUCTIONS = {
     "nemot": "nemot.training.experiment",
     "modact": "nemot.modact.experiment",
     "ngt": "nemot.ngt.experiment",
+    "pals": "nemot.pals.experiment",
     "hypergrid": "nemot.hypergrid.experiment",
 }
 MANIFEST = "runs.json"

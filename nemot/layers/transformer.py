@@ -142,6 +142,12 @@ class TransformerLayer(keras.layers.Layer):
         ``conditioning``: the dict of :mod:`nemot.modulation.base`, read by the hosted
         modulations only.
         """
+        if cache is not None:
+            uncached = [m.name for m in self.parallel + [self.activation_modulation]
+                        if m is not None and not m.supports_cache]
+            if uncached:
+                raise ValueError(f"{self.name}: modulations {uncached} keep no key/value cache; "
+                                 "run this model without one (recompute the whole prefix)")
         attend = dict(cache=cache, cache_update_index=cache_update_index, training=training,
                       conditioning=conditioning)
         if self.normalize_first:

@@ -10,6 +10,7 @@ from nemot.models.gpt2 import GPT2_SIZES, config_from_gpt2, load_vanilla_set
 from nemot.models.losses import CombinedLossMixin, NeMoTLoss
 from nemot.models.nemot import as_config, text_masks
 from nemot.models.weights import count_weights
+from nemot.modulation.base import cache_supported
 
 
 @keras.saving.register_keras_serializable(package="nemot")
@@ -70,6 +71,12 @@ class GPT2Baseline(CombinedLossMixin, keras.Model):
         out, vanilla_cache = (out, None) if cache is None else out
         new_cache = None if cache is None else {"vanilla": vanilla_cache}
         return {"logits": self.head(out)}, new_cache
+
+    @property
+    def supports_cache(self):
+        """False when a hosted modulation has no key/value cache (PALs): decode by
+        recomputation (``nemot.evaluation.decoding``)."""
+        return cache_supported(self)
 
     def init_cache(self, batch_size, text_length, dtype=None):
         cfg = self.config

@@ -30,7 +30,7 @@ from nemot.layers.sets import NeuromodulatorySet, OutputSet, VanillaSet
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.losses import CombinedLossMixin
 from nemot.models.weights import count_weights, transfer_weights
-from nemot.modulation.base import task_index
+from nemot.modulation.base import cache_supported, task_index
 from nemot.modulation.gate import Gate
 
 
@@ -253,6 +253,12 @@ class NeMoT(CombinedLossMixin, keras.Model):
         if strategies is None or at_embeddings:
             return out, out, cache
         return out, read(out), cache
+
+    @property
+    def supports_cache(self):
+        """False when a hosted modulation has no key/value cache (PALs): decode by
+        recomputation (``nemot.evaluation.decoding``)."""
+        return cache_supported(self)
 
     # ---- cached decoding (<dec> mode; the auxiliary tokens are a cached prefix) ----
 

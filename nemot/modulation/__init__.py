@@ -35,6 +35,7 @@ from nemot.modulation.spec import ModulationSpec
 
 # kind -> "module:Class" of its Modulation subclass.
 KINDS = {
+    "pals": "nemot.modulation.pals:ProjectedAttentionAdapter",
     "modulated_ffn": "nemot.modulation.activation:ModulatedFFN",
     "hypergrid": "nemot.modulation.hypergrid:HyperGridDense",
     "hypergrid_og": "nemot.modulation.hypergrid:OutputGate",
