@@ -27,6 +27,8 @@ import numpy as np
 from nemot.modact import readers
 
 DATASETS = ("cifar10", "names", "sst2")
+# Where each dataset can be read from (NAMES is neither in TFDS nor on the hub).
+SOURCES = {"cifar10": ("files", "tfds"), "names": ("files",), "sst2": ("files", "tfds", "hub")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +38,11 @@ class DataConfig:
     Args:
         dataset: ``"cifar10"``, ``"names"`` or ``"sst2"``.
         dir: the files' directory (``cifar-10-batches-py``, ``names``, ``SST-2``);
-            ``"keras"`` loads CIFAR-10 with ``keras.datasets.cifar10`` (downloads).
+            ``"keras"`` loads CIFAR-10 with ``keras.datasets.cifar10`` (downloads); with
+            ``source = "tfds"``, the TFDS data directory.
+        source: ``"files"``; ``"tfds"``: CIFAR-10 from ``cifar10:3.0.2``, SST-2 from
+            ``glue/sst2:2.0.0`` (train, and validation as the test set); ``"hub"``: SST-2
+            from ``nyu-mll/glue`` ``sst2`` (no ``dir``). Each gives the files' arrays.
         synthetic: N > 0 generates N training examples instead (see module docstring).
         validation_fraction: of the training split, held out for validation.
         test_fraction: of the corpus, held out for test (NAMES has no test file).
@@ -56,6 +62,7 @@ class DataConfig:
     max_length: int = 0
     train_file: str = "train.tsv"
     test_file: str = "dev.tsv"
+    source: str = "files"
 
     def __post_init__(self):
         if self.dataset not in DATASETS:
@@ -63,7 +70,17 @@ class DataConfig:
         for key in ("validation_fraction", "test_fraction"):
             if not 0 <= getattr(self, key) < 1:
                 raise ValueError(f"{key}={getattr(self, key)}: expected a fraction in [0, 1)")
-        if not self.synthetic and not self.dir:
+        if self.source not in SOURCES[self.dataset]:
+            raise ValueError(f"source={self.source!r}: {self.dataset} is read from one of "
+                             f"{SOURCES[self.dataset]}")
+        if self.source == "hub" and self.dir:
+            raise ValueError(f"dir={self.dir!r}: source = 'hub' reads nyu-mll/glue sst2; "
+                             "leave dir unset")
+        if self.source != "files" and (self.train_file, self.test_file) != ("train.tsv",
+                                                                             "dev.tsv"):
+            raise ValueError(f"train_file, test_file: file names, not read with source = "
+                             f"{self.source!r} (SST-2's splits are GLUE's train and validation)")
+        if not self.synthetic and not self.dir and self.source != "hub":
             raise ValueError(f"dir: the {self.dataset} files' directory is needed (or "
                              "synthetic = N for generated data)")
 
@@ -154,6 +171,9 @@ def _cifar10(config):
     if config.synthetic:
         train = _synthetic_cifar10(config.synthetic, config.split_seed)
         test = _synthetic_cifar10(max(config.synthetic // 5, 1), config.split_seed + 1)
+    elif config.source == "tfds":
+        files = readers.read_cifar10_tfds(config.dir)
+        train, test = files["train"], files["test"]
     elif config.dir == "keras":
         import keras
 
@@ -186,9 +206,12 @@ def _sst2(config):
     if config.synthetic:
         train = _synthetic_sst2(config.synthetic, config.split_seed)
         test = _synthetic_sst2(max(config.synthetic // 5, 1), config.split_seed + 1)
-    else:
+    elif config.source == "files":
         train = readers.read_sst2(Path(config.dir) / config.train_file)
         test = readers.read_sst2(Path(config.dir) / config.test_file)
+    else:
+        train = readers.read_sst2_source(config.source, config.dir, "train")
+        test = readers.read_sst2_source(config.source, config.dir, "dev")
     vocabulary = word_vocabulary(train[0])
 
     def encode(sentences):

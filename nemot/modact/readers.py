@@ -9,7 +9,13 @@
 - SST-2 (GLUE): ``train.tsv`` / ``dev.tsv`` with the header ``sentence<TAB>label`` and
   one ``sentence<TAB>0|1`` row per line (``test.tsv`` has no labels).
 
-Every error names the file, the line where there is one, and what was expected.
+CIFAR-10 and SST-2 also come from TensorFlow Datasets (``cifar10:3.0.2``,
+``glue/sst2:2.0.0``) and SST-2 from the Hugging Face hub (``nyu-mll/glue`` ``sst2``), as
+exactly the arrays and lists the files give (:func:`read_cifar10_tfds`,
+:func:`read_sst2_source`); NAMES is in neither.
+
+Every error names the file (or the TFDS dataset), the line where there is one, and what
+was expected.
 """
 
 import pickle
@@ -19,8 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
+from nemot.data.tfds_rows import tfds_rows
+from nemot.hypergrid import glue
+
 CIFAR10_TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR10_TEST_FILE = "test_batch"
+# The label order of the pickles (batches.meta) and of TFDS's ClassLabel.
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                   "ship", "truck")
+CIFAR10_TFDS = "cifar10:3.0.2"
 NAME_LETTERS = string.ascii_letters + " .,;'"
 
 
@@ -57,6 +70,42 @@ def read_cifar10(directory):
     return {"train": (np.concatenate([x for x, _ in train]),
                       np.concatenate([y for _, y in train])),
             "test": _cifar10_batch(directory / CIFAR10_TEST_FILE)}
+
+
+def _cifar10_tfds_split(data_dir, split):
+    features, rows = tfds_rows(CIFAR10_TFDS, data_dir, split)
+    source = f"TFDS {CIFAR10_TFDS} [{split}] in {data_dir}"
+    missing = [name for name in ("id", "image", "label") if name not in features]
+    if missing:
+        raise DataFormatError(f"{source}: feature {missing[0]!r}: expected the features "
+                              f"['id', 'image', 'label'], got {sorted(features)}")
+    names = list(getattr(features["label"], "names", None) or [])
+    if names != list(CIFAR10_CLASSES):
+        raise DataFormatError(f"{source}: feature 'label': expected the class names "
+                              f"{list(CIFAR10_CLASSES)}, got {names}")
+    if tuple(features["image"].shape) != (32, 32, 3):
+        raise DataFormatError(f"{source}: feature 'image': expected shape (32, 32, 3), got "
+                              f"{tuple(features['image'].shape)}")
+    # `id` "train_00042" is the image's place in data_batch_1..5 (test_batch for "test_").
+    rows, images = list(rows), {}
+    for row in rows:
+        prefix, _, number = row["id"].rpartition("_")
+        if prefix != split or not number.isdigit():
+            raise DataFormatError(f"{source}: feature 'id': expected '{split}_<number>', got "
+                                  f"{row['id']!r}")
+        images[int(number)] = row
+    if sorted(images) != list(range(len(rows))):
+        raise DataFormatError(f"{source}: feature 'id': expected {split}_00000 .. "
+                              f"{split}_{len(rows) - 1:05d}, each once")
+    rows = [images[i] for i in range(len(rows))]
+    return (np.stack([row["image"] for row in rows]).astype("uint8"),
+            np.asarray([row["label"] for row in rows], "int32"))
+
+
+def read_cifar10_tfds(data_dir):
+    """:func:`read_cifar10`'s arrays from TFDS ``cifar10:3.0.2`` prepared in ``data_dir``:
+    the same images in the pickles' order (TFDS shuffles them on disk; ``id`` keeps it)."""
+    return {split: _cifar10_tfds_split(data_dir, split) for split in ("train", "test")}
 
 
 def to_ascii(name):
@@ -120,3 +169,12 @@ def read_sst2(path):
     if not sentences:
         raise DataFormatError(f"{path}: no rows after the header")
     return sentences, np.asarray(labels, "int32")
+
+
+def read_sst2_source(source, data_dir, split):
+    """:func:`read_sst2`'s ``(sentences, labels)`` of GLUE SST-2's ``train`` or ``dev`` split
+    from ``source`` ``"tfds"`` (``data_dir``: the TFDS directory) or ``"hub"``, through
+    :func:`nemot.hypergrid.glue.read_task`."""
+    examples = glue.read_task("SST-2", data_dir, split, source=source)
+    return ([e.fields["sentence"].strip() for e in examples],
+            np.asarray([e.label for e in examples], "int32"))
