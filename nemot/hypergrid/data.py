@@ -67,34 +67,39 @@ def _ids(tokenizer, texts, max_length):
     return out
 
 
-def _split_examples(key, split, glue_dir, superglue_dir):
+def _split_examples(key, split, glue_dir, superglue_dir, glue_source="files",
+                    superglue_source="files"):
     """The text-to-text examples of one task split, and (SuperGLUE) the reader's data."""
     benchmark, task = key.split("/")
     if benchmark == "glue":
-        return [text_to_text.glue_example(e) for e in glue.read_task(task, glue_dir, split)], None
-    data = superglue.read_task(task, superglue.task_path(superglue_dir, task,
-                                                         "val" if split == "dev" else split))
+        rows = glue.read_task(task, glue_dir, split, source=glue_source)
+        return [text_to_text.glue_example(e) for e in rows], None
+    data = superglue.load_task(task, "val" if split == "dev" else split, superglue_dir,
+                               source=superglue_source)
     return text_to_text.superglue_examples(data), data
 
 
 def load_task(key, tokenizer, glue_dir=None, superglue_dir=None, max_input_length=512,
-              max_target_length=32, dev=True):
-    """Read, format and tokenise one task's train split (and its dev sets)."""
+              max_target_length=32, dev=True, glue_source="files", superglue_source="files"):
+    """Read, format and tokenise one task's train split (and its dev sets); the sources
+    are those of :func:`nemot.hypergrid.glue.read_task` and
+    :func:`nemot.ngt.superglue.load_task` (files, a TFDS directory, the hub)."""
     if key not in TASKS:
         raise ValueError(f"task {key!r}: expected one of {list(TASKS)}")
     directory = glue_dir if key in GLUE_TASKS else superglue_dir
-    if directory is None:
+    if directory is None and (glue_source if key in GLUE_TASKS else superglue_source) != "hub":
         raise ValueError(f"task {key!r} needs data.{key.split('/')[0]}_dir")
-    examples, _ = _split_examples(key, "train", glue_dir, superglue_dir)
+    sources = dict(glue_source=glue_source, superglue_source=superglue_source)
+    examples, _ = _split_examples(key, "train", glue_dir, superglue_dir, **sources)
     pairs = [(e.inputs, t) for e in examples for t in e.targets]
     train = list(zip(_ids(tokenizer, [p[0] for p in pairs], max_input_length),
                      _ids(tokenizer, [p[1] for p in pairs], max_target_length)))
     dev_sets = []
     if dev:
-        examples, data = _split_examples(key, "dev", glue_dir, superglue_dir)
+        examples, data = _split_examples(key, "dev", glue_dir, superglue_dir, **sources)
         dev_sets.append(DevSet(key.split("/")[1], examples, data))
         for extra in EXTRA_DEV.get(key, ()):
-            rows = glue.read_task(extra, glue_dir, "dev")
+            rows = glue.read_task(extra, glue_dir, "dev", source=glue_source)
             dev_sets.append(DevSet(extra, [text_to_text.glue_example(e) for e in rows]))
     return TokenizedTask(key, train, dev_sets)
 
@@ -298,10 +303,11 @@ def log_likelihood_fn(model):
 
 
 def load_mixture(tokenizer, glue_dir=None, superglue_dir=None, tasks=TASKS, max_input_length=512,
-                 max_target_length=32, cap=None, seed=0, dev=True):
+                 max_target_length=32, cap=None, seed=0, dev=True, glue_source="files",
+                 superglue_source="files"):
     """:class:`Mixture` of ``tasks`` (default: the paper's 16: GLUE without WNLI, SuperGLUE)."""
     loaded = [load_task(key, tokenizer, glue_dir, superglue_dir, max_input_length,
-                        max_target_length, dev) for key in tasks]
+                        max_target_length, dev, glue_source, superglue_source) for key in tasks]
     return Mixture(loaded, tokenizer, max_input_length, max_target_length, cap, seed)
 
 

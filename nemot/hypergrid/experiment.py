@@ -10,7 +10,8 @@ An experiment is a TOML file (``configs/hypergrid/``)::
     table = "table4"              # the paper's table the variants are rows of (PAPER keys)
     [model]      backbone (KerasHub preset, Hugging Face T5 dir, a T5_SIZES name or a
                  table of T5Backbone sizes), tokenizer (default: the backbone's), dropout
-    [data]       glue_dir, superglue_dir, tasks (default: the paper's 16), max_input_length,
+    [data]       glue_dir, superglue_dir, glue_source / superglue_source ("files", "tfds",
+                 "hub"), tasks (default: the paper's 16), max_input_length,
                  max_target_length, cap (en_mix rate cap; default none)
     [train]      batch_size, steps, steps_per_epoch (scored after each), learning_rate,
                  freeze, select ("last": the paper's base runs; "best_glue": its large
@@ -45,11 +46,13 @@ import json
 import tomllib
 from pathlib import Path
 
+from nemot.hypergrid import glue
 from nemot.hypergrid.text_to_text import TASKS
+from nemot.ngt import superglue
 
 MODEL_KEYS = {"backbone", "tokenizer", "dropout"}
-DATA_KEYS = {"glue_dir", "superglue_dir", "tasks", "max_input_length", "max_target_length",
-             "cap"}
+DATA_KEYS = {"glue_dir", "superglue_dir", "glue_source", "superglue_source", "tasks",
+             "max_input_length", "max_target_length", "cap"}
 TRAIN_KEYS = {"batch_size", "steps", "steps_per_epoch", "learning_rate", "freeze", "select",
               "eval_batch_size", "mixed_precision", "jit_compile", "run_eagerly", "strategy",
               "checkpoint_every", "keep_checkpoints", "verbose"}
@@ -64,7 +67,8 @@ TRAIN_DEFAULTS = dict(batch_size=128, steps=100_000, steps_per_epoch=10_000, lea
                       mixed_precision=None, jit_compile=False, run_eagerly=False,
                       strategy="default",
                       checkpoint_every=0, keep_checkpoints=2, verbose=2)
-DATA_DEFAULTS = dict(glue_dir=None, superglue_dir=None, tasks=list(TASKS), max_input_length=512,
+DATA_DEFAULTS = dict(glue_dir=None, superglue_dir=None, glue_source="files",
+                     superglue_source="files", tasks=list(TASKS), max_input_length=512,
                      max_target_length=32, cap=None)
 SELECTS = ("last", "best_glue")
 
@@ -162,6 +166,9 @@ def from_dict(raw, source="<dict>", overrides=()):
     bad = [t for t in data["tasks"] if t not in TASKS]
     if bad:
         raise _fail(source, "data.tasks", f"task keys among {list(TASKS)}", bad)
+    for key, choices in (("glue_source", glue.SOURCES), ("superglue_source", superglue.SOURCES)):
+        if data[key] not in choices:
+            raise _fail(source, f"data.{key}", f"one of {list(choices)}", data[key])
     train = _table(raw, "train", TRAIN_KEYS, source, TRAIN_DEFAULTS)
     hypergrid = _table(raw, "hypergrid", HYPERGRID_KEYS, source)
     variants = raw.get("variants")
@@ -215,7 +222,9 @@ def build_run(experiment, variant, seed):
     data, train = experiment.data, settings["train"]
     mixture = load_mixture(load_tokenizer(settings["tokenizer"]), data["glue_dir"],
                            data["superglue_dir"], data["tasks"], data["max_input_length"],
-                           data["max_target_length"], data["cap"], seed)
+                           data["max_target_length"], data["cap"], seed,
+                           glue_source=data["glue_source"],
+                           superglue_source=data["superglue_source"])
 
     def build_model():
         backbone = load_backbone(settings["backbone"], experiment.model["dropout"])

@@ -10,8 +10,7 @@ t-test per score.
 
 from nemot import runs
 from nemot.ngt import metrics as ngt_metrics
-from nemot.ngt import superglue
-from nemot.ngt.train import Experiment, load_tokenizer, train_run
+from nemot.ngt.train import Experiment, load_splits, load_tokenizer, train_run
 
 # Paper Table 1 (notes section 4): per task the mean of its metrics, and the Mean column.
 _TABLE1 = {
@@ -48,8 +47,7 @@ def run_one(experiment, variant, seed, run_dir):
     tokenizer = load_tokenizer(experiment)
     scores = {}
     for task in experiment.tasks:
-        train_data = superglue.load_task(task, "train", experiment.data_dir)
-        val_data = superglue.load_task(task, "val", experiment.data_dir)
+        train_data, val_data = load_splits(experiment, task)
         epochs = train_run(experiment, task, experiment.variant(variant), seed, train_data,
                            val_data, run_dir / task, tokenizer)
         scores[task] = ngt_metrics.run_score(epochs[ngt_metrics.best_epoch(epochs)])

@@ -398,19 +398,24 @@ def tfds_records(task, split, data_dir):
     return hub_to_official(task, rows)
 
 
+# Where SuperGLUE is read from: the official jsonl files, a prepared TensorFlow Datasets
+# directory, or the Hugging Face hub (also "files" without a directory).
+SOURCES = ("files", "tfds", "hub")
+
+
 def load_task(task, split, data_dir=None, source="files"):
     """``task``'s ``split`` (``train`` or ``val``) as :class:`TaskData`.
 
     ``source="files"``: ``read_task`` on ``<data_dir>/<Task>/<split>.jsonl``, or the hub
     when ``data_dir`` is None (online); ``source="tfds"``: :func:`tfds_records` from the
-    TFDS data directory ``data_dir``.
+    TFDS data directory ``data_dir``; ``source="hub"``: the Hugging Face hub (online).
     """
     if source == "tfds":
         return records_to_rows(task, tfds_records(task, split, data_dir),
                                _tfds_source(task, split, data_dir))
-    if source != "files":
-        raise ValueError(f"SuperGLUE source {source!r}: expected 'files' or 'tfds'")
-    if data_dir is None:
+    if source not in SOURCES:
+        raise ValueError(f"SuperGLUE source {source!r}: expected one of {SOURCES}")
+    if data_dir is None or source == "hub":
         return records_to_rows(task, hub_records(task, split), f"hub:super_glue/{task}/{split}")
     return read_task(task, task_path(data_dir, task, split))
 

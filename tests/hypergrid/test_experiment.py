@@ -126,3 +126,23 @@ def test_command_line(tmp_path, capsys):
     args = parser.parse_args(["hypergrid", "report", "--config", str(config), "--set",
                               "table=table4"])
     assert args.func(args) == 0 and "80.10" in capsys.readouterr().out
+
+
+def test_data_sources_are_checked_and_reach_the_readers(tmp_path, monkeypatch):
+    from nemot.hypergrid import data, experiment as hg
+
+    config = next(Path(__file__).resolve().parents[2].glob("configs/hypergrid/tiny.toml"))
+    with pytest.raises(ValueError, match="data.glue_source"):
+        hg.load(config, ['data.glue_source="bucket"'])
+    seen = []
+    monkeypatch.setattr(data.glue, "read_task",
+                        lambda task, d, split, source: seen.append((task, source)) or [])
+    monkeypatch.setattr(data.superglue, "load_task",
+                        lambda task, split, d, source: seen.append((task, source)) or None)
+    monkeypatch.setattr(data.text_to_text, "superglue_examples", lambda data: [])
+    tokenizer = type("Tokenizer", (), {"token_to_id": lambda self, token: 1})()
+    data.load_task("glue/RTE", tokenizer, glue_dir=None, glue_source="hub", dev=False,
+                   max_input_length=8)
+    data.load_task("superglue/CB", tokenizer, superglue_dir=str(tmp_path), superglue_source="tfds",
+                   dev=False, max_input_length=8)
+    assert seen == [("RTE", "hub"), ("CB", "tfds")]

@@ -146,5 +146,6 @@ def test_tfds_errors_name_the_dataset_feature_and_row(tfds_dirs):
     with pytest.raises(DataError, match=r"field 'splits': expected a 'train' split, got "
                                         r"\['validation'\]"):
         superglue.load_task("CB", "train", bad_dir, source="tfds")
-    with pytest.raises(ValueError, match=r"SuperGLUE source 'hub': expected 'files' or 'tfds'"):
-        superglue.load_task("CB", "val", None, source="hub")
+    with pytest.raises(ValueError, match=r"SuperGLUE source 'bucket': expected one of "
+                                         r"\('files', 'tfds', 'hub'\)"):
+        superglue.load_task("CB", "val", None, source="bucket")

@@ -56,6 +56,8 @@ def test_table4_config_stops_early_on_the_full_cosine():
         ({"tasks": {"RTE": {"decay_steps": 5}}}, r"key 'tasks.RTE': expected keys epochs \(required\)"),
         ({"tasks": {"MNLI": {"epochs": 1}}}, r"key 'tasks.MNLI': expected a SuperGLUE task"),
         ({"seeds": "0"}, r"key 'seeds': expected a list of integers"),
+        ({"data": {"dir": "d", "source": "bucket"}}, r"key 'data.source': expected one of"),
+        ({"data": {"folder": "d"}}, r"key 'data': expected keys 'dir' and 'source'"),
     ],
 )
 def test_bad_configs_name_the_key(tmp_path, patch, message):
@@ -207,3 +209,16 @@ epochs = 1
     report, _ = runs.report(out)
     assert "68.27" in report  # the paper's Mean of this variant, beside ours
     assert experiment.load(config).name == "table1"
+
+
+def test_the_data_source_reaches_the_superglue_reader(tmp_path, monkeypatch):
+    from nemot.ngt import superglue, train
+
+    raw = {"name": "x", "output_dir": str(tmp_path), "seeds": [0],
+           "variants": {"v": {"gating": "no-gating-block"}}, "tasks": {"RTE": {"epochs": 1}},
+           "data": {"dir": str(tmp_path), "source": "tfds"}}
+    exp = Experiment.from_dict(raw)
+    calls = []
+    monkeypatch.setattr(superglue, "load_task", lambda *args: calls.append(args))
+    train.load_splits(exp, "RTE")
+    assert calls == [("RTE", "train", str(tmp_path), "tfds"), ("RTE", "val", str(tmp_path), "tfds")]
