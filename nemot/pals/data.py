@@ -161,9 +161,26 @@ def read_file(task, path):
                 np.array(labels, "float32") if has_label else None)
 
 
-def read_rows(task, data_dir, split):
-    """The :class:`Rows` of ``task``'s ``split`` under ``data_dir``."""
-    return read_file(task, split_file(task, data_dir, split))
+# The GLUE tasks also come from TFDS or the hub, through the project's GLUE reader.
+GLUE_NAMES = {"sst2": "SST-2", "qqp": "QQP", "stsb": "STS-B"}
+SOURCES = ("files", "tfds", "hub")
+
+
+def read_rows(task, data_dir, split, source="files"):
+    """The :class:`Rows` of ``task``'s ``split``: from the files under ``data_dir``, or
+    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.hypergrid.glue.read_task`)."""
+    if source == "files":
+        return read_file(task, split_file(task, data_dir, split))
+    if source not in SOURCES or task not in GLUE_NAMES:
+        raise ValueError(f"task {task!r} from source {source!r}: expected 'files', or "
+                         f"one of {SOURCES} for the GLUE tasks {sorted(GLUE_NAMES)}")
+    from nemot.hypergrid import glue
+
+    examples = glue.read_task(GLUE_NAMES[task], data_dir, split, source=source)
+    texts = [tuple(text.strip() for text in e.fields.values()) for e in examples]
+    return Rows(task, f"{source}:{GLUE_NAMES[task]}/{split}", tuple(t[0] for t in texts),
+                tuple(t[1] for t in texts) if len(texts[0]) == 2 else None,
+                np.array([e.label for e in examples], "float32"))
 
 
 def load_tokenizer(spec, lowercase=True):

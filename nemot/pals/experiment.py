@@ -58,7 +58,7 @@ SECTIONS = {
               "activation", "pals"),
     "train": ("mode", "learning_rate", "batch_size", "epochs", "steps_per_epoch", "sampling",
               "eval_split", "jit_compile", "verbose"),
-    "data": ("dir", "tasks"),
+    "data": ("dir", "tasks", "source"),
 }
 
 # The seed's numbers (dev unless the row says test). Keys: metrics.summary's names;
@@ -113,6 +113,7 @@ class Settings:
     verbose: int = 2
     dir: str = "data"
     tasks: tuple = ("sst", "quora", "sts")
+    source: str = "files"
 
     def pal_options(self):
         """The PALs of this variant as :class:`nemot.pals.model.PALBert`'s ``pals``."""
@@ -213,7 +214,7 @@ def _load_split(settings, encoder, split):
     """``{task: encoded arrays}`` of ``split``; every file must have its label column."""
     out = {}
     for task in settings.tasks:
-        rows = pals_data.read_rows(task, settings.dir, split)
+        rows = pals_data.read_rows(task, settings.dir, split, settings.source)
         if rows.labels is None:
             label = pals_data.LAYOUTS[task].label
             raise DataError(rows.path, 1, label, f"a {label!r} column: training and scoring "

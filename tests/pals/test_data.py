@@ -35,7 +35,8 @@ def test_minbert_files_read_as_published(minbert_dir):
     assert test.path.endswith("sts-test-student.csv") and test.labels is None and len(test) == 3
 
 
-def test_glue_files_read_as_published(tmp_path):
+def write_glue(tmp_path):
+    """SST-2, QQP and STS-B dev files (and an STS-B test file) as GLUE publishes them."""
     write_tsv(tmp_path / "SST-2" / "dev.tsv", ["sentence", "label"],
               [["it 's a \"charming\" and often affecting journey . ", 1],
                ["unflinchingly bleak and desperate ", 0]])
@@ -54,6 +55,11 @@ def test_glue_files_read_as_published(tmp_path):
                "sentence1", "sentence2"],
               [[0, "main-captions", "MSRvid", "2012test", "0024", "none", "none",
                 "A girl is styling her hair.", "A girl is brushing her hair."]])
+    return tmp_path
+
+
+def test_glue_files_read_as_published(tmp_path):
+    write_glue(tmp_path)
     sst2 = read_rows("sst2", tmp_path, "dev")
     assert sst2.text_a[0] == 'it \'s a "charming" and often affecting journey .'  # no quoting
     assert sst2.labels.tolist() == [1, 0]
@@ -61,6 +67,28 @@ def test_glue_files_read_as_published(tmp_path):
     assert qqp.text_b == ("Why are hispanics so beautiful?",) and qqp.labels.tolist() == [0]
     assert read_rows("stsb", tmp_path, "dev").labels.tolist() == [5.0]
     assert read_rows("stsb", tmp_path, "test").labels is None
+
+
+def test_glue_tasks_from_tfds_or_the_hub_go_through_the_glue_reader(tmp_path, monkeypatch):
+    from nemot.hypergrid import glue
+
+    directory = write_glue(tmp_path)
+    files = {task: read_rows(task, directory, "dev") for task in ("sst2", "qqp", "stsb")}
+    read_task = glue.read_task
+    sources = []
+
+    def from_files(task, data_dir, split, source="files"):  # the hub's rows = the files'
+        sources.append(source)
+        return read_task(task, data_dir, split)
+
+    monkeypatch.setattr(glue, "read_task", from_files)
+    for task, expected in files.items():
+        rows = read_rows(task, directory, "dev", source="hub")
+        assert (rows.text_a, rows.text_b) == (expected.text_a, expected.text_b)
+        np.testing.assert_allclose(rows.labels, expected.labels)
+    assert sources == ["hub"] * 3
+    with pytest.raises(ValueError, match="task 'sst' from source 'tfds'"):
+        read_rows("sst", directory, "dev", source="tfds")
 
 
 @pytest.mark.parametrize("task,rows,message", [
