@@ -5,7 +5,9 @@ import argparse
 import json
 import sys
 
+from nemot import vocab
 from nemot.data import DataError, Tokenizer, prepare
+from nemot.data.format import MQA_MODES
 
 
 
@@ -19,8 +21,8 @@ def main(argv=None):
     qa.add_argument("--out", required=True)
     qa.add_argument("--max-text-length", type=int, default=768)
     qa.add_argument("--task-token", default=None, help="e.g. lm (default: the dataset's task)")
-    qa.add_argument("--mode", default="dec", choices=["dec", "enc"])
-    qa.add_argument("--mqa-mode", default="label", choices=["label", "generate"])
+    qa.add_argument("--mode", default="dec", choices=vocab.MODES)
+    qa.add_argument("--mqa-mode", default="label", choices=MQA_MODES)
     qa.add_argument("--shard-size", type=int, default=10000)
     c4 = sub.add_parser("c4", help="pre-tokenize a C4 directory (resumable)")
     c4.add_argument("--c4-dir", required=True)

@@ -1,5 +1,6 @@
 """The ``nemot`` command line: ``nemot info``, ``pretrain``, ``finetune``,
-``train-general``, ``evaluate``, ``generate``, ``prepare-data`` and ``ngt``.
+``train-general``, ``evaluate``, ``generate``, ``prepare-data``, ``runs`` and the paper
+reproductions ``ngt``, ``pals``, ``modact``, ``hypergrid``.
 
 Each command module exposes ``add_parser(subparsers)``, which adds its
 sub-command(s) with a ``func`` default taking the parsed arguments.
@@ -16,6 +17,10 @@ COMMAND_MODULES = (
     "nemot.evaluation.evaluate",
     "nemot.evaluation.generate_cli",
     "nemot.ngt.cli",
+    "nemot.runs_cli",
+    "nemot.modact.cli",
+    "nemot.hypergrid.cli",
+    "nemot.pals.cli",
 )
 
 
@@ -56,6 +61,15 @@ def run_info(args):
                 print(f"    output block {name:19s} {count:>13,}")
         else:
             print(f"  {key:32s} {value:>13,}")
+
+
+def standalone(add_parser, command, argv=None):
+    """Run one sub-command module on its own (``python -m nemot.pals.cli run ...``):
+    ``add_parser`` adds ``command``; ``argv`` are the arguments after it."""
+    parser = argparse.ArgumentParser(prog="nemot")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args([command, *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
 
 
 def build_parser():

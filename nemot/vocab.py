@@ -126,7 +126,8 @@ def check_aux_tokens(aux, blocks, where="input", modes=MODES):
         bad = np.flatnonzero(~np.isin(aux[:, column], list(valid)))
         if len(bad):
             row = int(bad[0])
-            raise ValueError(f"{where} row {row}: {token_name(aux[row, column])} at auxiliary "
+            which = f"{where} row {row}" if len(aux) > 1 else where
+            raise ValueError(f"{which}: {token_name(aux[row, column])} at auxiliary "
                              f"position {column} ({AUX_LAYOUT[column]}); expected {what}")
 
 

@@ -1,5 +1,7 @@
 import dataclasses
 
+import numpy as np
+
 import pytest
 
 import nemot
@@ -63,10 +65,21 @@ def test_a_saved_model_loads_with_nemot_load_model(tmp_path):
     path = tmp_path / "tiny.keras"
     model = nemot.build_model(nemot.NeMoTConfig.preset("tiny"))
     model.compile("adam", loss=nemot.NeMoTLoss(lm_weight=0.0))
+    ids = np.array([[50301, 50279, 50284, 5, 6, 7]], "int32")
+    y = {"task_targets": np.array([[6, 7, -1]], "int32"),
+         "lm_targets": np.array([[6, 7, -1]], "int32")}
+    model.fit({"token_ids": ids}, y, verbose=0)  # a trained model: its optimizer has state
     model.save(path)
-    code = (f"import nemot; m = nemot.load_model({str(path)!r}); "
-            "print(type(m).__name__, m.nemot_loss.lm_weight, m.optimizer.__class__.__name__)")
-    assert run_python(code) == "NeMoT 0.0 Adam"
+    code = (f"import warnings, numpy as np, nemot; warnings.simplefilter('error'); "
+            f"m = nemot.load_model({str(path)!r}); "
+            "ids = np.array([[50301, 50279, 50284, 5, 6, 7]], 'int32'); "
+            "y = {'task_targets': np.array([[6, 7, -1]], 'int32'), "
+            "'lm_targets': np.array([[6, 7, -1]], 'int32')}; "
+            "h = m.fit({'token_ids': ids}, y, verbose=0).history; "
+            "print(type(m).__name__, m.nemot_loss.lm_weight, m.optimizer.__class__.__name__, "
+            "sorted(h))")
+    # No warning while loading (compile is restored) or fitting again.
+    assert run_python(code) == "NeMoT 0.0 Adam ['loss', 'task_loss', 'vanilla_loss']"
 
 
 def test_importing_nemot_and_its_tokenizer_loads_neither_tensorflow_nor_keras():

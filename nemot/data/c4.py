@@ -27,6 +27,10 @@ groups before ``p`` are skipped without reading them, and only the group holding
 shard's count comes from its document offsets alone, a raw file missing from the
 index is tokenised once to count it.
 
+**Sources.** A "file" is a raw ``.json.gz`` file, a ``data_prep`` shard, or (source
+``"tfds"``, :mod:`nemot.data.c4_tfds`) one shard file of a prepared TFDS ``c4/en`` split;
+the order above is the same for all three.
+
 Example:
     >>> kind, files = list_files("c4/en", "train")        # doctest: +SKIP
     >>> rows = window_stream(kind, files, n=768, seed=0)  # doctest: +SKIP
@@ -52,23 +56,34 @@ logger = logging.getLogger(__name__)
 # Documents tokenised (raw) or sliced (shards) at once; packing never crosses a chunk.
 CHUNK_DOCS = 1024
 AUX_IDS = np.array([vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm")], np.int32)
-RAW, SHARDS = "raw", "shards"
+RAW, SHARDS, TFDS = "raw", "shards", "tfds"
 FILE_ORDERS = ("random", "directory")
+# data.source: local files (raw or data_prep shards, told apart by their names) or TFDS.
+SOURCES = ("files", "tfds")
+TFDS_NAME = "c4/en:3.1.0"
 # Malformed lines named in the end-of-epoch report; the count covers all of them.
 MAX_REPORTED_LINES = 20
 
 
 # ---------------------------------------------------------------- files
 
-def list_files(data_dir, split="train"):
+def list_files(data_dir, split="train", source="files", tfds_name=TFDS_NAME):
     """``(kind, files)`` of a C4 directory: raw ``*.json.gz`` (HF ``c4/en`` layout) or the
-    ``*.npz`` shards of ``python -m data_prep c4``, sorted by name.
+    ``*.npz`` shards of ``python -m data_prep c4``, sorted by name; with
+    ``source="tfds"``, the shard files of ``tfds_name`` in the TFDS data directory
+    ``data_dir`` (:func:`nemot.data.c4_tfds.list_shards`).
 
     ``split="train"`` takes every file without ``validation`` in its name,
-    ``split="validation"`` only those with it.
+    ``split="validation"`` only those with it (TFDS: the split of that name).
     """
     if split not in ("train", "validation"):
         raise ValueError(f"split must be 'train' or 'validation', got {split!r}")
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    if source == "tfds":
+        # Imported here: tensorflow-datasets is the optional extra `tfds`.
+        from nemot.data import c4_tfds
+        return c4_tfds.list_shards(data_dir, tfds_name, split)
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise FileNotFoundError(f"C4 directory {data_dir} does not exist")
@@ -134,11 +149,16 @@ def _flat(docs):
     return ids, offsets
 
 
+def encode_chunk(texts, tokenizer):
+    """``(ids, offsets)`` of a chunk of documents, each tokenised whole."""
+    return _flat(tokenizer.encode_batch(texts))
+
+
 def raw_chunks(path, tokenizer, problems):
     """``(ids, offsets)`` of each chunk of :data:`CHUNK_DOCS` documents of a ``.json.gz`` file."""
     texts = _raw_texts(path, problems)
     while batch := list(itertools.islice(texts, CHUNK_DOCS)):
-        yield _flat(tokenizer.encode_batch(batch))
+        yield encode_chunk(batch, tokenizer)
 
 
 def shard_chunks(path):
@@ -147,6 +167,16 @@ def shard_chunks(path):
     for d in range(0, len(offsets) - 1, CHUNK_DOCS):
         part = offsets[d:d + CHUNK_DOCS + 1]
         yield ids[part[0]:part[-1]], part - part[0]
+
+
+def file_chunks(path, kind, tokenizer, problems):
+    """``(ids, offsets)`` of each chunk of a file of ``kind`` (:data:`RAW`, :data:`SHARDS` or
+    :data:`TFDS`, whose files are :class:`nemot.data.c4_tfds.TfdsShard` s)."""
+    if kind == SHARDS:
+        return shard_chunks(path)
+    if kind == RAW:
+        return raw_chunks(path, tokenizer, problems)
+    return path.chunks(tokenizer)
 
 
 # ---------------------------------------------------------------- windows
@@ -224,8 +254,11 @@ class WindowIndex:
                                 ) from err
 
     def key(self, path):
-        stat = Path(path).stat()
-        return f"{Path(path).resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{self.settings}"
+        if isinstance(path, (str, os.PathLike)):
+            stat = Path(path).stat()
+            return f"{Path(path).resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{self.settings}"
+        # A TfdsShard: a file of a versioned (never rewritten) TFDS dataset.
+        return f"{path.key}|{self.settings}"
 
     def record(self, path, count):
         key = self.key(path)
@@ -239,7 +272,8 @@ class WindowIndex:
             os.replace(tmp, self.path)
 
     def count(self, path, kind, problems):
-        """Windows of ``path``: recorded, from a shard's offsets, or by tokenising a raw file."""
+        """Windows of ``path``: recorded, from a shard's offsets, or by tokenising a raw file
+        or TFDS shard."""
         key = self.key(path)
         if key not in self.counts:
             if kind == SHARDS:
@@ -248,24 +282,25 @@ class WindowIndex:
                           for d in range(0, len(offsets) - 1, CHUNK_DOCS))
             else:
                 logger.info("counting the windows of %s to resume (tokenising it once)", path)
-                chunks = (o for _, o in raw_chunks(path, self.tokenizer, problems))
+                chunks = (o for _, o in file_chunks(path, kind, self.tokenizer, problems))
             self.record(path, sum(len(windows(o, self.n, self.pack)[0]) for o in chunks))
         return self.counts[key]
 
 
 def default_index_path(data_dir):
-    """``$NEMOT_CACHE`` (default ``~/.cache/nemot``) ``/c4-windows/<hash of data_dir>.json``."""
+    """``$NEMOT_CACHE`` (default ``~/.cache/nemot``) ``/c4-windows/<hash of data_dir>.json``
+    (``data_dir`` may be remote, e.g. a ``gs://`` TFDS directory)."""
     cache = Path(os.environ.get("NEMOT_CACHE", "~/.cache/nemot")).expanduser()
-    digest = hashlib.sha1(str(Path(data_dir).resolve()).encode()).hexdigest()[:16]
+    where = str(data_dir) if "://" in str(data_dir) else str(Path(data_dir).resolve())
+    digest = hashlib.sha1(where.encode()).hexdigest()[:16]
     return cache / "c4-windows" / f"{digest}.json"
 
 
 # ---------------------------------------------------------------- the stream
 
 def _file_rows(path, kind, n, pack, tokenizer, problems, index):
-    chunks = shard_chunks(path) if kind == SHARDS else raw_chunks(path, tokenizer, problems)
     count = 0
-    for ids, offsets in chunks:
+    for ids, offsets in file_chunks(path, kind, tokenizer, problems):
         starts, lengths = windows(offsets, n, pack)
         token_ids, targets = materialize(ids, offsets, starts, lengths, n)
         count += len(starts)
@@ -322,9 +357,9 @@ def window_stream(kind, files, *, n, seed=0, start=0, pack=False, strict=False, 
     """
     if order not in FILE_ORDERS:
         raise ValueError(f"file_order must be one of {FILE_ORDERS}, got {order!r}")
-    if kind == RAW and tokenizer is None:
-        raise ValueError("raw C4 files need a tokenizer")
-    index = index or WindowIndex(None, n, pack, tokenizer if kind == RAW else None)
+    if kind != SHARDS and tokenizer is None:
+        raise ValueError(f"{kind} C4 files need a tokenizer")
+    index = index or WindowIndex(None, n, pack, tokenizer if kind != SHARDS else None)
     skip = int(start)
     for epoch in itertools.count():
         problems = Problems(strict)

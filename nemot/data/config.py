@@ -4,7 +4,7 @@ of a run config)."""
 import dataclasses
 
 from nemot import vocab
-from nemot.data.c4 import FILE_ORDERS
+from nemot.data.c4 import FILE_ORDERS, SOURCES, TFDS_NAME
 from nemot.data.format import MQA_MODES
 
 SAMPLING = ("uniform", "annealed", "proportional", "sqrt", "round_robin")
@@ -27,6 +27,11 @@ class DataConfig:
         mqa_mode: ``label`` or ``generate``.
         pack: pre-training: pack documents into windows (off in the thesis).
         file_order: pre-training: ``random`` (seeded) or ``directory`` (original code).
+        source: pre-training: ``files`` (``dir`` holds raw C4 files or data_prep shards) or
+            ``tfds`` (``dir`` is a TFDS data directory, local or ``gs://``, with
+            ``tfds_name`` prepared in it).
+        tfds_name: pre-training from TFDS: ``c4/en:VERSION`` (``c4/en`` takes the version
+            tensorflow-datasets picks).
         validation_examples: how many validation examples the metric decodes (0 = all).
         validation_batches: how many validation batches the loss reads (0 = all).
         max_new_tokens: decoding length limit for generation metrics.
@@ -46,6 +51,8 @@ class DataConfig:
     mqa_mode: str = "label"
     pack: bool = False
     file_order: str = "random"
+    source: str = "files"
+    tfds_name: str = TFDS_NAME
     validation_examples: int = 0
     validation_batches: int = 0
     max_new_tokens: int = 32
@@ -56,6 +63,7 @@ class DataConfig:
         for key, value, choices in (("mode", self.mode, vocab.MODES),
                                     ("mqa_mode", self.mqa_mode, MQA_MODES),
                                     ("file_order", self.file_order, FILE_ORDERS),
+                                    ("source", self.source, SOURCES),
                                     ("sampling", self.sampling, SAMPLING)):
             if value not in choices:
                 raise ValueError(f"{source}: data.{key} = {value!r}: expected one of "

@@ -162,11 +162,13 @@ def distribute(strategy, dataset_fn, global_batch_size):
 
 def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0, start_batch=0,
                pack=False, strict=False, file_order="random", shuffle_buffer=8192, tokenizer=None,
-               split="train", input_context=None, cycle_length=4, window_index="default"):
+               split="train", input_context=None, cycle_length=4, window_index="default",
+               source="files", tfds_name=c4.TFDS_NAME):
     """The C4 pre-training stream (SPEC.md §4): every row ``[<cls>, <dec>, <lm>]`` + a window.
 
     Args:
-        data_dir: raw HF ``c4/en`` files (``*.json.gz``) or ``python -m data_prep c4`` shards.
+        data_dir: raw HF ``c4/en`` files (``*.json.gz``) or ``python -m data_prep c4`` shards;
+            with ``source="tfds"`` a TFDS data directory (local or ``gs://``).
         batch_size: global batch size.
         max_text_length: window length n.
         seed: file order and shuffle seed.
@@ -178,23 +180,29 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
         file_order: ``"random"`` (seeded, without replacement; thesis) or ``"directory"``
             (original code).
         shuffle_buffer: windows in the shuffle buffer.
-        tokenizer: for raw files (default: the offline GPT-2 :class:`Tokenizer`).
+        tokenizer: for raw files and TFDS (default: the offline GPT-2 :class:`Tokenizer`).
         split: ``"train"`` (infinite) or ``"validation"`` (one pass, in directory order,
             not shuffled, last batch padded).
         input_context: a ``tf.distribute.InputContext`` (see :func:`distribute`).
         cycle_length: files interleaved at a time.
         window_index: JSON file of recorded window counts for resuming; ``"default"``
             is :func:`nemot.data.c4.default_index_path`, None keeps them in memory.
+        source: ``"files"`` (raw or shards, told apart by their names) or ``"tfds"``: the
+            prepared TFDS dataset ``tfds_name`` in ``data_dir`` (:mod:`nemot.data.c4_tfds`;
+            each shard file is read as a raw file would be).
+        tfds_name: ``"c4/en:3.1.0"`` (default), ``"c4/en:3.0.1"``, ...; ``"c4/en"`` reads
+            the version tensorflow-datasets picks.
 
     ``task_targets`` are next-token targets; ``lm_targets`` are all ignored.
     """
-    kind, files = c4.list_files(data_dir, split)
-    if kind == c4.RAW and tokenizer is None:
+    kind, files = c4.list_files(data_dir, split, source, tfds_name)
+    tokenized = kind == c4.SHARDS
+    if not tokenized and tokenizer is None:
         tokenizer = Tokenizer()
     if window_index == "default":
         window_index = c4.default_index_path(data_dir)
     index = c4.WindowIndex(window_index, max_text_length, pack,
-                           tokenizer if kind == c4.RAW else None)
+                           None if tokenized else tokenizer)
     training = split == "train"
     ignored = np.full(max_text_length, vocab.IGNORE_ID, np.int32)
 

@@ -100,7 +100,3 @@ def prepare_c4(c4_dir, out_dir, split="train", workers=None, progress=True, **to
             pool.join()
     return summary
 
-
-def c4_documents(path):
-    """Token ids (uint16 arrays) of each document of a C4 shard."""
-    return shards.unflatten(*shards.read_c4_shard(path))

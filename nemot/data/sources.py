@@ -73,16 +73,20 @@ def examples_data(train_examples, *, max_text_length, seed=0, validation_example
 
 
 def c4_data(data, max_text_length, seed):
-    """Pre-training: the C4 stream and, with ``data.validation_split``, its validation files."""
+    """Pre-training: the C4 stream and, with ``data.validation_split``, its validation files
+    (``data.source = "tfds"``: the splits of ``data.tfds_name`` in the TFDS directory
+    ``data.dir``)."""
     if data.dir is None:
-        raise ValueError("data.dir: pre-training needs a local C4 directory")
+        raise ValueError("data.dir: pre-training needs a C4 directory (raw files or data_prep "
+                         "shards; with data.source = 'tfds', a TFDS data directory)")
     stream = functools.partial(pipelines.c4_dataset, data.dir, max_text_length=max_text_length,
-                               pack=data.pack)
+                               pack=data.pack, source=data.source, tfds_name=data.tfds_name)
     validation = None
     if data.validation_split:
         split = "validation" if data.validation_split in registry.VALIDATION_ALIASES \
             else data.validation_split
-        c4.list_files(data.dir, split)  # a clear error now, not at the first epoch's end
+        # a clear error now, not at the first epoch's end
+        c4.list_files(data.dir, split, data.source, data.tfds_name)
         validation = lambda batch_size, input_context: stream(  # noqa: E731
             batch_size=batch_size, input_context=input_context, split=split)
     return RunData(
@@ -91,6 +95,14 @@ def c4_data(data, max_text_length, seed):
             batch_size=batch_size, input_context=input_context),
         validation=validation, validation_batches=data.validation_batches,
         task_tokens={"c4": "lm"})
+
+
+def _qa_source(data, kind):
+    """QA runs read files or the hub; ``data.source`` picks C4's source only."""
+    if data.source != "files":
+        raise ValueError(f"data.source = {data.source!r}: only pre-training reads C4 from TFDS; "
+                         f"a {kind} run reads raw files or QA shards (data.dir) or the hub "
+                         "(no data.dir), with data.source = 'files'")
 
 
 def _validation_examples(name, data, directory, common):
@@ -112,6 +124,7 @@ def _common(data, max_text_length, tokenizer):
 
 def finetune_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None):
     """One dataset: its training split, and its validation split for loss and metric."""
+    _qa_source(data, "finetune")
     tokenizer = tokenizer or Tokenizer()
     info = registry.get(data.dataset)
     common = dict(_common(data, max_text_length, tokenizer), task_token=data.task_token)
@@ -135,6 +148,7 @@ def general_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None,
 
     ``make_sampler``: see :func:`nemot.data.pipelines.pool_dataset` (``data.sampling``).
     """
+    _qa_source(data, "general")
     if data.dir is None:
         raise ValueError("data.dir: general training needs a directory with one "
                          "sub-directory per dataset")
@@ -156,7 +170,8 @@ def general_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None,
     return RunData(
         train=lambda start_batch, batch_size, input_context: pool(
             start_batch=start_batch, batch_size=batch_size, input_context=input_context),
-        validation=validation and (lambda batch_size, input_context: pipelines.examples_dataset(
+        validation=(lambda batch_size, input_context: pipelines.examples_dataset(
             validation, batch_size=batch_size, max_text_length=max_text_length, shuffle=False,
-            repeat=False, input_context=input_context, pos_tagger=pos_tagger)),
+            repeat=False, input_context=input_context, pos_tagger=pos_tagger)) if validation
+        else None,
         eval_sets=eval_sets, task_tokens=tokens, validation_batches=data.validation_batches)

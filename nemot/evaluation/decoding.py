@@ -273,8 +273,11 @@ class Generator:
 
 
 def has_cache(model):
-    """Whether ``model`` has the cached decoding interface (``init_cache`` and ``call_with_cache``)."""
-    return hasattr(model, "init_cache") and hasattr(model, "call_with_cache")
+    """Whether ``model`` decodes with a cache: it has the interface (``init_cache`` and
+    ``call_with_cache``) and every part of it supports caching (``supports_cache``;
+    PALs do not)."""
+    return (hasattr(model, "init_cache") and hasattr(model, "call_with_cache")
+            and getattr(model, "supports_cache", True))
 
 
 def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, **kwargs):

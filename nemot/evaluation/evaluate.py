@@ -65,7 +65,7 @@ from nemot.evaluation.perplexity import perplexity
 from nemot.evaluation.report import write_lm_report, write_report
 
 TASKS = ("lm", "mqa", "gqa")
-MODES = ("dec", "enc")
+MODES = vocab.MODES
 MC_MODES = ("label", "generate", "score")
 DEFAULT_MAX_NEW_TOKENS = 32
 RUN_CONFIG = "run_config.toml"

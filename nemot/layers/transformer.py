@@ -151,6 +151,12 @@ class TransformerLayer(keras.layers.Layer):
         modulations only. ``dropout_seed``: this layer's seed from its stack (else, in
         training, the layer's own generator draws one).
         """
+        if cache is not None:
+            uncached = [m.name for m in self.parallel + [self.activation_modulation]
+                        if m is not None and not m.supports_cache]
+            if uncached:
+                raise ValueError(f"{self.name}: modulations {uncached} keep no key/value cache; "
+                                 "run this model without one (recompute the whole prefix)")
         if dropout_seed is None:
             dropout_seed = drop.draw_seed(self.seed_generator, training)
         if not training:

@@ -10,10 +10,11 @@ from nemot.models.gpt2 import GPT2_SIZES, config_from_gpt2, load_vanilla_set
 from nemot.models.losses import CombinedLossMixin, NeMoTLoss
 from nemot.models.nemot import as_config, text_masks
 from nemot.models.weights import count_weights
+from nemot.modulation.base import HostsModulations
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class GPT2Baseline(CombinedLossMixin, keras.Model):
+class GPT2Baseline(CombinedLossMixin, HostsModulations, keras.Model):
     """GPT-2 and a new randomly initialised ``Dense(vocab_size)`` head.
 
     Takes the same input as NeMoT, ``{"token_ids": int [batch, 3 + n]}``; the

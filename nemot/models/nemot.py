@@ -16,6 +16,8 @@ Per-layer modulations named in the config (PALs, HyperGrid, modulated activation
 neuromodulatory output too.
 """
 
+import warnings
+
 import keras
 import numpy as np
 from keras import ops
@@ -29,7 +31,7 @@ from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.losses import CombinedLossMixin
 from nemot.models.routing import BlockUpdateGuard
 from nemot.models.weights import count_weights, transfer_weights
-from nemot.modulation.base import task_index
+from nemot.modulation.base import HostsModulations, task_index
 from nemot.modulation.gate import Gate
 
 
@@ -40,7 +42,11 @@ def as_config(config):
 def concrete(tensor):
     """``tensor`` as numpy, or None inside a traced function (symbolic values)."""
     try:
-        return np.asarray(ops.convert_to_numpy(tensor))
+        # Converting a symbolic TF tensor also warns (numpy 2's copy keyword) before it
+        # raises; the answer is None either way.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return np.asarray(ops.convert_to_numpy(tensor))
     except (TypeError, ValueError, NotImplementedError, AttributeError):
         return None
 
@@ -68,7 +74,7 @@ def text_masks(text_valid, is_enc, query_start, query_length, num_aux, with_aux)
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class NeMoT(CombinedLossMixin, keras.Model):
+class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
     """The NeMoT model: vanilla set, neuromodulatory set, gate, output set, heads.
 
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first,

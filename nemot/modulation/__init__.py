@@ -34,7 +34,12 @@ import importlib
 from nemot.modulation.spec import ModulationSpec
 
 # kind -> "module:Class" of its Modulation subclass.
-KINDS = {}
+KINDS = {
+    "pals": "nemot.modulation.pals:ProjectedAttentionAdapter",
+    "modulated_ffn": "nemot.modulation.activation:ModulatedFFN",
+    "hypergrid": "nemot.modulation.hypergrid:HyperGridDense",
+    "hypergrid_og": "nemot.modulation.hypergrid:OutputGate",
+}
 
 _LAZY = {
     "Modulation": "nemot.modulation.base",

@@ -47,7 +47,9 @@ CONDITIONING_KEYS = ("task_index", "context", "context_tokens")
 class Modulation(keras.layers.Layer):
     """Base of the per-layer, task-conditioned sub-layers (see the module docstring).
 
-    Subclasses set :attr:`site` and implement ``build`` and ``call`` for it.
+    Subclasses set :attr:`site` and implement ``build`` and ``call`` for it. A kind
+    whose term mixes positions without a key/value cache of its own (PALs) sets
+    :attr:`supports_cache` to False; its host refuses cached calls.
 
     Args:
         num_tasks: tasks the host distinguishes (rows of per-task weights).
@@ -55,6 +57,7 @@ class Modulation(keras.layers.Layer):
     """
 
     site = None
+    supports_cache = True
 
     def __init__(self, num_tasks=1, shared=None, **kwargs):
         super().__init__(**kwargs)
@@ -131,6 +134,17 @@ class DenseModulation(Modulation):
         """The unmodulated projection ``x W + b``."""
         kernel = ops.cast(self.kernel, x.dtype)
         return self.add_bias(ops.einsum(self.equation, x, kernel))
+
+
+class HostsModulations:
+    """Mixin of models whose stacks host modulations."""
+
+    @property
+    def supports_cache(self):
+        """False when a hosted modulation keeps no key/value cache (PALs): such a model
+        decodes by recomputation (``nemot.evaluation.decoding``)."""
+        return all(m.supports_cache for m in self._flatten_layers()
+                   if isinstance(m, Modulation))
 
 
 def require(conditioning, key, who):

@@ -12,8 +12,8 @@ Examples::
 
 import argparse
 import json
-import sys
 
+from nemot.cli import standalone
 from nemot.ngt.superglue import TASKS
 
 
@@ -93,10 +93,7 @@ def main_ngt(args):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.ngt.cli train --config ...``."""
-    parser = argparse.ArgumentParser(prog="nemot")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["ngt", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return standalone(add_parser, "ngt", argv)
 
 
 if __name__ == "__main__":

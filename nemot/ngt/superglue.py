@@ -10,7 +10,9 @@ original placed literal " [SEP] " in its strings).
 
 Files: ``<dir>/<Task>/{train,val}.jsonl`` as in the official SuperGLUE zip;
 :func:`hub_records` fetches the same records from the Hugging Face hub (needs
-the network and the ``datasets`` package; not tested offline).
+the network and the ``datasets`` package; not tested offline) and
+:func:`tfds_records` reads them from a prepared TensorFlow Datasets ``super_glue``
+(``load_task(..., source="tfds")``).
 
 Example:
 >>> data = read_task("RTE", "SuperGLUE/RTE/val.jsonl")        # doctest: +SKIP
@@ -298,9 +300,122 @@ def _hub_record(data):
         yield {"idx": pidx, "passage": {"text": p["text"], "entities": p["entities"]}, "qas": p["qas"]}
 
 
-def load_task(task, split, data_dir=None):
-    """``read_task`` on ``<data_dir>/<Task>/<split>.jsonl``; the hub when ``data_dir`` is None (online)."""
-    if data_dir is None:
+# ---------------------------------------------------------------- TFDS
+
+TFDS_VERSION = "1.0.2"  # super_glue/<config> of tensorflow-datasets 4.x
+# The official files' WSC spans: TFDS's wsc.fixed edits some of them.
+_TFDS_CONFIG = {t: t.lower() for t in TASKS}
+# The features each task's rows are built from (TFDS flattens MultiRC to one row per answer
+# and ReCoRD to one row per query; WSC's spans stand beside the text, not in `target`).
+_TFDS_FEATURES = {
+    "BoolQ": ("question", "passage", "idx", "label"),
+    "CB": ("premise", "hypothesis", "idx", "label"),
+    "COPA": ("premise", "choice1", "choice2", "question", "idx", "label"),
+    "MultiRC": ("paragraph", "question", "answer", "label", "idx.paragraph", "idx.question",
+                "idx.answer"),
+    "ReCoRD": ("passage", "query", "entities", "answers", "idx.passage", "idx.query"),
+    "RTE": ("premise", "hypothesis", "idx", "label"),
+    "WiC": ("word", "sentence1", "sentence2", "idx", "label"),
+    "WSC": ("text", "span1_text", "span2_text", "idx", "label"),
+}
+# TFDS's class names (the hub's too): the positions _HUB_CONVERT decodes; ReCoRD has no label.
+_TFDS_LABELS = {"CB": ("entailment", "contradiction", "neutral"), "COPA": ("choice1", "choice2"),
+                "RTE": ("entailment", "not_entailment")}
+
+
+def _tfds_name(task):
+    return f"super_glue/{_TFDS_CONFIG[task]}:{TFDS_VERSION}"
+
+
+def _tfds_split(split):
+    return {"val": "validation"}.get(split, split)
+
+
+def _tfds_source(task, split, data_dir):
+    """How errors name a TFDS split: dataset, split and data directory."""
+    return f"TFDS {_tfds_name(task)} [{_tfds_split(split)}] in {data_dir}"
+
+
+def _feature_names(features, prefix=""):
+    """Every feature's name, nested ones as ``outer.inner``."""
+    import tensorflow_datasets as tfds
+
+    names = []
+    for name, feature in features.items():
+        names.append(prefix + name)
+        if isinstance(feature, tfds.features.FeaturesDict):
+            names.extend(_feature_names(feature, f"{prefix}{name}."))
+    return names
+
+
+def _tfds_record_spans(row, source, number):
+    """A TFDS ReCoRD row with the hub's ``entity_spans``: TFDS keeps each entity's text
+    only (sorted, once), so a span is the text's first occurrence in the passage."""
+    starts = [row["passage"].find(entity) for entity in row["entities"]]
+    if -1 in starts:
+        entity = row["entities"][starts.index(-1)]
+        raise SuperGLUEFormatError(f"{source}, row {number}, field 'entities': expected "
+                                   f"strings of the passage, got {entity!r}")
+    ends = [start + len(entity) for start, entity in zip(starts, row["entities"])]
+    return {**row, "entity_spans": {"text": row["entities"], "start": starts, "end": ends}}
+
+
+def tfds_records(task, split, data_dir):
+    """(index, record) pairs of ``task`` from TFDS ``super_glue/<config>:1.0.2`` prepared in
+    ``data_dir``, in the official jsonl layout (``split``: ``train`` or ``val``).
+
+    Rows are put back in the files' order (TFDS shuffles them when it prepares a split)
+    and rebuilt as :func:`hub_to_official` rebuilds the hub's. A missing feature, other
+    label classes and an unlabelled row (-1, TFDS's test rows) are
+    :class:`SuperGLUEFormatError` s. ReCoRD: TFDS keeps each entity and gold answer once,
+    sorted, so a question's candidates come in that order and its golds once each.
+    """
+    from nemot.data.tfds_rows import tfds_rows
+
+    _check_task(task)
+    features, rows = tfds_rows(_tfds_name(task), data_dir, _tfds_split(split))
+    source = _tfds_source(task, split, data_dir)
+    names = _feature_names(features)
+    missing = [name for name in _TFDS_FEATURES[task] if name not in names]
+    if missing:
+        raise SuperGLUEFormatError(f"{source}, feature {missing[0]!r}: expected the features "
+                                   f"{list(_TFDS_FEATURES[task])} of {task}, got {names}")
+    if task != "ReCoRD":
+        expected = list(_TFDS_LABELS.get(task, ("False", "True")))
+        if list(features["label"].names) != expected:
+            raise SuperGLUEFormatError(f"{source}, feature 'label': expected the class names "
+                                       f"{expected}, got {list(features['label'].names)}")
+    keys = {"MultiRC": ("paragraph", "question", "answer"), "ReCoRD": ("passage", "query")}
+    rows = sorted(rows, key=lambda r: tuple(r["idx"][k] for k in keys[task])
+                  if task in keys else r["idx"])
+    for number, row in enumerate(rows, start=1):
+        if row.get("label") == -1:
+            raise SuperGLUEFormatError(f"{source}, row {number}, field 'label': expected a "
+                                       "labelled row (TFDS marks the unlabelled test rows -1), "
+                                       "got -1")
+    if task == "ReCoRD":
+        rows = [_tfds_record_spans(row, source, n) for n, row in enumerate(rows, start=1)]
+    return hub_to_official(task, rows)
+
+
+# Where SuperGLUE is read from: the official jsonl files, a prepared TensorFlow Datasets
+# directory, or the Hugging Face hub (also "files" without a directory).
+SOURCES = ("files", "tfds", "hub")
+
+
+def load_task(task, split, data_dir=None, source="files"):
+    """``task``'s ``split`` (``train`` or ``val``) as :class:`TaskData`.
+
+    ``source="files"``: ``read_task`` on ``<data_dir>/<Task>/<split>.jsonl``, or the hub
+    when ``data_dir`` is None (online); ``source="tfds"``: :func:`tfds_records` from the
+    TFDS data directory ``data_dir``; ``source="hub"``: the Hugging Face hub (online).
+    """
+    if source == "tfds":
+        return records_to_rows(task, tfds_records(task, split, data_dir),
+                               _tfds_source(task, split, data_dir))
+    if source not in SOURCES:
+        raise ValueError(f"SuperGLUE source {source!r}: expected one of {SOURCES}")
+    if data_dir is None or source == "hub":
         return records_to_rows(task, hub_records(task, split), f"hub:super_glue/{task}/{split}")
     return read_task(task, task_path(data_dir, task, split))
 

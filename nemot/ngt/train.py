@@ -82,6 +82,7 @@ class Experiment:
     variants: tuple
     tasks: dict
     data_dir: str | None
+    data_source: str = "files"
     backbone: object = "bert_large_en"
     tokenizer: str | None = None
     lowercase: bool = False
@@ -116,7 +117,8 @@ class Experiment:
         def fail(key, expected, value):
             return ValueError(f"{source}, key {key!r}: expected {expected}, got {value!r}")
 
-        known = {"name", "output_dir", "seeds", "model", "train", "data", "variants", "tasks"}
+        known = {"reproduction", "name", "output_dir", "seeds", "model", "train", "data", "variants",
+                 "tasks"}
         for key in raw:
             if key not in known:
                 raise fail(key, f"one of {sorted(known)}", "an unknown key")
@@ -127,9 +129,12 @@ class Experiment:
                     raise fail(f"{section}.{key}", f"one of {sorted(keys)}", "an unknown key")
                 kwargs[key] = value
         data = raw.get("data", {})
-        if set(data) - {"dir"}:
-            raise fail("data", "only 'dir'", sorted(data))
+        if set(data) - {"dir", "source"}:
+            raise fail("data", "keys 'dir' and 'source'", sorted(data))
         data_dir = data.get("dir")
+        data_source = data.get("source", "files")
+        if data_source not in superglue.SOURCES:
+            raise fail("data.source", f"one of {superglue.SOURCES}", data_source)
         variants = []
         for name, spec in raw.get("variants", {}).items():
             extra = set(spec) - {"gating", "gate_position"}
@@ -162,6 +167,7 @@ class Experiment:
             variants=tuple(variants),
             tasks=tasks,
             data_dir=None if data_dir == "hub" else data_dir,
+            data_source=data_source,
             **kwargs,
         )
 
@@ -354,6 +360,12 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir=Non
             for line in read_metrics(out_dir / "metrics.jsonl")]
 
 
+def load_splits(experiment, task):
+    """``(train, val)`` :class:`superglue.TaskData` of ``task`` from the experiment's data."""
+    return tuple(superglue.load_task(task, split, experiment.data_dir, experiment.data_source)
+                 for split in ("train", "val"))
+
+
 def _token_id(tokenizer, token, task):
     try:
         return tokenizer.token_to_id(token)
@@ -374,8 +386,7 @@ def run_experiment(experiment, tasks=None, variants=None, seeds=None, verbose=0)
     for task in tasks:
         if task not in experiment.tasks:
             raise KeyError(f"task {task!r}: expected one of {list(experiment.tasks)}")
-        train_data = superglue.load_task(task, "train", experiment.data_dir)
-        val_data = superglue.load_task(task, "val", experiment.data_dir)
+        train_data, val_data = load_splits(experiment, task)
         for variant in variants:
             for seed in seeds:
                 out = run_dir(experiment, variant.name, task, seed)

@@ -12,6 +12,9 @@ Example:
 import argparse
 import sys
 
+from nemot.models.registry import MODEL_NAMES
+from nemot.training.distributed import STRATEGIES
+
 COMMANDS = {
     "pretrain": ("pretrain", "pre-train NeMoT on C4 (thesis §3.5.1)"),
     "finetune": ("finetune", "fine-tune on one QA dataset (thesis Table 3.3)"),
@@ -31,11 +34,11 @@ def add_parser(subparsers):
         parser.add_argument("--set", dest="overrides", action="append", default=[],
                             metavar="KEY=VALUE",
                             help="override a config value, e.g. train.batch_size=4 (repeatable)")
-        parser.add_argument("--model", choices=("nemot", "gpt2_baseline"),
+        parser.add_argument("--model", choices=MODEL_NAMES,
                             help="model to train (config key model_name)")
         parser.add_argument("--gpt2", help="GPT-2 weights for the vanilla set: KerasHub preset "
                                            "name or directory, or a Hugging Face GPT-2 directory")
-        parser.add_argument("--strategy", choices=("default", "mirrored", "multi-worker"),
+        parser.add_argument("--strategy", choices=STRATEGIES,
                             help="distribution: one device, all GPUs of this host, or several "
                                  "hosts from TF_CONFIG")
         parser.add_argument("--out", help="output directory (default checkpoints/<run name>)")

@@ -201,16 +201,20 @@ def apply_overrides(data, overrides):
     return data
 
 
-def load_run_config(path, overrides=()):
-    """Read a TOML run config and apply ``overrides`` (``["train.batch_size=4", ...]``)."""
+def read_toml(path):
+    """The TOML dict of the run config at ``path``; errors name the file."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RunConfigError(f"{path}: no such run config") from None
     except tomllib.TOMLDecodeError as error:
         raise RunConfigError(f"{path}: not valid TOML: {error}") from None
-    return run_config_from_dict(apply_overrides(data, overrides), source=str(path))
+
+
+def load_run_config(path, overrides=()):
+    """Read a TOML run config and apply ``overrides`` (``["train.batch_size=4", ...]``)."""
+    return run_config_from_dict(apply_overrides(read_toml(path), overrides), source=str(path))
 
 
 def dump_toml(data):

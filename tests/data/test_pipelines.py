@@ -232,7 +232,7 @@ def test_task_tokens_are_checked_against_the_output_blocks():
     config = NeMoTConfig.preset("tiny")  # blocks lm, mqa, gqa
     check_task_tokens(dataset_task_tokens(SEED_DATASETS), config)
     check_task_tokens({"c4": "lm", "race": "<lm>"}, config)
-    with pytest.raises(ValueError, match=r"dataset race row 0: <pmqa> at auxiliary position 2 "
+    with pytest.raises(ValueError, match=r"dataset race: <pmqa> at auxiliary position 2 "
                                          r".*output blocks \['lm', 'mqa', 'gqa'\]"):
         check_task_tokens({"race": "pmqa", "boolq": "gqa"}, config)
     with pytest.raises(ValueError, match="no task token"):

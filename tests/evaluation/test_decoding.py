@@ -175,10 +175,11 @@ def test_score_options_errors(model, formatter):
 def test_bad_prompts_are_refused_with_their_index(model, prompts):
     generator = decoding.Generator(model)
     enc = [vocab.CLS_ID, vocab.ENC_ID, GQA, 5, 6]
-    with pytest.raises(ValueError, match=r"prompt 1: mode token .* needs <dec>"):
+    with pytest.raises(ValueError, match=r"prompt 1: <enc> at auxiliary position 1 .*\['dec'\]"):
         generator([prompts[0], enc])
     no_block = prompt(vocab.ADDED_TOKEN_IDS["<summarize_rs>"], [5])
-    with pytest.raises(ValueError, match="prompt 0: task token .* no output block"):
+    with pytest.raises(ValueError, match="prompt 0: <summarize_rs> at auxiliary position 2 .*"
+                                         "output blocks"):
         generator([no_block])
     full = prompt(GQA, [5] * model.config.max_text_length)
     with pytest.raises(ValueError, match="prompt 0: 32 text tokens leave no room"):

@@ -66,3 +66,13 @@ def write_tiny_gpt2(path, n_embd=TINY_GPT2["n_embd"], n_layer=TINY_GPT2["n_layer
     save_file(tiny_gpt2_weights(n_embd, n_layer, n_positions, seed=seed),
               str(path / "model.safetensors"), metadata={"format": "pt"})
     return path
+
+
+def padded_text_ids(seed=0):
+    """GPT-2 ids (< 50,257), three rows, two of them right-padded with <pad>."""
+    from nemot import vocab
+
+    ids = np.random.default_rng(seed).integers(0, vocab.GPT2_VOCAB_SIZE, (3, 12)).astype("int32")
+    ids[0, 8:] = vocab.PAD_ID
+    ids[1, 5:] = vocab.PAD_ID
+    return ids

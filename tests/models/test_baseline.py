@@ -12,26 +12,13 @@ from nemot.models import registry
 from nemot.models.baseline import GPT2Baseline, baseline_config, build_baseline
 from nemot.models.losses import NeMoTLoss
 from nemot.models.nemot import NeMoT
-from tests.models.gpt2_checkpoint import TINY_GPT2, write_tiny_gpt2
+from tests.models.gpt2_checkpoint import TINY_GPT2, padded_text_ids
 
 TINY = nemot.NeMoTConfig.preset("tiny")
 D = TINY_GPT2["n_embd"]
 LAYERS = TINY_GPT2["n_layer"]
 AUX = [vocab.CLS_ID, vocab.DEC_ID, vocab.ADDED_TOKEN_IDS["<gqa>"]]
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def hf_dir(tmp_path_factory):
-    return write_tiny_gpt2(tmp_path_factory.mktemp("hf") / "gpt2")
-
-
-def padded_text_ids(seed=0):
-    """GPT-2 ids (< 50,257), three rows, two of them right-padded with <pad>."""
-    ids = np.random.default_rng(seed).integers(0, vocab.GPT2_VOCAB_SIZE, (3, 12)).astype("int32")
-    ids[0, 8:] = vocab.PAD_ID
-    ids[1, 5:] = vocab.PAD_ID
-    return ids
 
 
 @pytest.fixture(scope="module")

@@ -17,18 +17,13 @@ import nemot
 from nemot import vocab
 from nemot.models import gpt2, registry
 from nemot.models.nemot import NeMoT
-from tests.models.gpt2_checkpoint import TINY_GPT2, write_tiny_gpt2
+from tests.models.gpt2_checkpoint import TINY_GPT2, padded_text_ids, write_tiny_gpt2
 
 TINY = nemot.NeMoTConfig.preset("tiny")
 D = TINY_GPT2["n_embd"]
 LAYERS = TINY_GPT2["n_layer"]
 AUX = [vocab.CLS_ID, vocab.DEC_ID, vocab.ADDED_TOKEN_IDS["<gqa>"]]
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def hf_dir(tmp_path_factory):
-    return write_tiny_gpt2(tmp_path_factory.mktemp("hf") / "gpt2")
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +48,6 @@ def tiny_config(hf_dir):
 def loaded_nemot(hf_dir, tiny_config):
     model = nemot.build_model(tiny_config)
     return gpt2.load_vanilla_set(model, hf_dir, seed=3)
-
-
-def padded_text_ids(seed=0):
-    """GPT-2 ids (< 50,257), three rows, two of them right-padded with <pad>."""
-    ids = np.random.default_rng(seed).integers(0, vocab.GPT2_VOCAB_SIZE, (3, 12)).astype("int32")
-    ids[0, 8:] = vocab.PAD_ID
-    ids[1, 5:] = vocab.PAD_ID
-    return ids
 
 
 def keras_hub_output(source, text_ids):

@@ -132,7 +132,7 @@ def test_gate_forced_to_one_is_vanilla_then_output_block(model, monkeypatch):
 
 def test_unknown_task_or_mode_token_is_a_clear_error(model):
     ids = batch([[5, 6]], [vocab.task_token_id("summarize_rs")])
-    with pytest.raises(ValueError, match="row 0: <summarize_rs> at auxiliary position 2 .*output blocks"):
+    with pytest.raises(ValueError, match="token_ids: <summarize_rs> at auxiliary position 2 .*output blocks"):
         model({"token_ids": ids})
     with pytest.raises(ValueError, match="mode token"):
         model({"token_ids": batch([[5, 6]], modes=[LM])})
@@ -242,3 +242,45 @@ def test_training_step_under_jit_compile():
     assert history.history["loss"][1] < history.history["loss"][0]
     assert any(np.abs(np.array(w) - b).max() > 0 for w, b in zip(model.trainable_weights, before))
     assert model.jit_compile
+
+
+def test_only_the_vanilla_set_drops_attention_probabilities():
+    """GPT-2's attn_pdrop 0.1 in the vanilla set (and the baseline); none in the NM and
+    output sets (the original code's own layers, SPEC.md 2.7)."""
+    assert TINY.vanilla_attention_dropout == 0.1 and TINY.attention_dropout == 0.0
+    model = nemot.build_model(TINY.replace(dropout=0.0))
+    rates = {name: [layer.self_attention.dropout for layer in stack.transformer_layers]
+             for name, stack in (("vanilla", model.vanilla_set),
+                                 ("nm", model.neuromodulatory_set),
+                                 ("output", model.output_set.blocks["lm"]))}
+    assert rates == {"vanilla": [0.1, 0.1], "nm": [0.0, 0.0], "output": [0.0]}
+    text = batch([[5, 6, 7, 8]])[:, 3:]
+    runs = [np.asarray(model.vanilla_set(text, training=True)) for _ in range(2)]
+    assert np.abs(runs[0] - runs[1]).max() > 1e-4  # attention dropout at work
+    x = np.random.default_rng(0).normal(size=(1, 7, TINY.d_model)).astype("float32")
+    mask = nemot.attention_mask(batch([[5, 6, 7, 8]], length=4), num_aux=3)
+    nm = [np.asarray(model.neuromodulatory_set(x, mask, training=True)) for _ in range(2)]
+    np.testing.assert_array_equal(nm[0], nm[1])
+    baseline = nemot.build_baseline(TINY)
+    assert all(layer.self_attention.dropout == 0.1
+               for layer in baseline.vanilla_set.transformer_layers)
+
+
+def test_pretraining_freezes_the_unused_vanilla_head_and_logs_only_active_terms():
+    import warnings
+
+    keras.utils.set_random_seed(0)
+    model = nemot.build_model(TINY)
+    model.compile(keras.optimizers.Adam(1e-3), loss=NeMoTLoss(lm_weight=0, vanilla_weight=0))
+    assert not model.vanilla_head.trainable
+    ids = batch([[5, 6, 7, 8], [9, 10]])
+    targets = np.full((2, 12), vocab.IGNORE_ID, "int32")
+    targets[0, :3] = [6, 7, 8]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = model.fit({"token_ids": ids}, {"task_targets": targets, "lm_targets": targets},
+                            epochs=1, verbose=0).history
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+    assert set(history) == {"loss", "task_loss"}
+    model.compile(keras.optimizers.Adam(1e-3))  # the thesis loss: the head trains again
+    assert model.vanilla_head.trainable

@@ -56,6 +56,8 @@ def test_table4_config_stops_early_on_the_full_cosine():
         ({"tasks": {"RTE": {"decay_steps": 5}}}, r"key 'tasks.RTE': expected keys epochs \(required\)"),
         ({"tasks": {"MNLI": {"epochs": 1}}}, r"key 'tasks.MNLI': expected a SuperGLUE task"),
         ({"seeds": "0"}, r"key 'seeds': expected a list of integers"),
+        ({"data": {"dir": "d", "source": "bucket"}}, r"key 'data.source': expected one of"),
+        ({"data": {"folder": "d"}}, r"key 'data': expected keys 'dir' and 'source'"),
     ],
 )
 def test_bad_configs_name_the_key(tmp_path, patch, message):
@@ -116,13 +118,12 @@ def test_fits_a_synthetic_pair_task_to_high_accuracy(tmp_path):
     assert logged[-1]["loss"] < logged[0]["loss"]
 
 
-def test_cli_trains_reports_and_counts_on_superglue_files(tmp_path, superglue_dir, vocab_file, capsys):
-    n_vocab = len(vocab_file.read_text().split())
-    config = tmp_path / "tiny.toml"
-    config.write_text(f"""
-name = "tiny"
+def write_config(path, tmp_path, superglue_dir, vocab_file, n_vocab, top, tables, name="tiny"):
+    """An experiment file of a tiny BERT on the SuperGLUE fixture; ``top`` adds top-level
+    keys (seeds), ``tables`` the variants and tasks."""
+    path.write_text(f"""{top.strip()}
+name = "{name}"
 output_dir = "{tmp_path / 'runs'}"
-seeds = [0, 1]
 [model]
 tokenizer = "{vocab_file}"
 sequence_length = 48
@@ -139,6 +140,13 @@ batch_size = 4
 run_eagerly = true  # tracing would dominate these two-step epochs
 [data]
 dir = "{superglue_dir}"
+{tables}""")
+    return path
+
+
+def test_cli_trains_reports_and_counts_on_superglue_files(tmp_path, superglue_dir, vocab_file, capsys):
+    n_vocab = len(vocab_file.read_text().split())
+    config = write_config(tmp_path / "tiny.toml", tmp_path, superglue_dir, vocab_file, n_vocab, "seeds = [0, 1]", """
 [variants.plain]
 gating = "no-gating-block"
 [variants.ngt]
@@ -178,3 +186,39 @@ aux_tokens = ["[unused1]"]
     counts = json.loads(capsys.readouterr().out)
     layer = 4 * (8 * 8 + 8) + 2 * 16 + (8 * 16 + 16) + (16 * 8 + 8)  # one BERT layer of width 8
     assert counts["ngt"] - counts["plain"] == layer  # one gating layer
+
+
+def test_nemot_runs_runs_ngt_configs(tmp_path, superglue_dir, vocab_file):
+    from nemot import runs
+    from nemot.ngt import experiment
+
+    n_vocab = len(vocab_file.read_text().split())
+    config = write_config(tmp_path / "table1.toml", tmp_path, superglue_dir, vocab_file, n_vocab, 'reproduction = "ngt"\nseeds = [0]', """
+[variants.no-gating-block]
+gating = "no-gating-block"
+[tasks.CB]
+epochs = 1
+""", name="table1")
+    out = runs.run_config(config, log=lambda *a: None)
+    scores = json.loads((out / "no-gating-block" / "seed0" / runs.METRICS).read_text())
+    epochs = [{k: v for k, v in line.items() if k not in ("epoch", "loss")}
+              for line in map(json.loads, (out / "no-gating-block" / "seed0" / "CB" /
+                                           "metrics.jsonl").read_text().splitlines())]
+    assert scores == {"CB": pytest.approx(100 * np.mean(list(epochs[0].values()))),
+                      "mean": pytest.approx(scores["CB"])}
+    report, _ = runs.report(out)
+    assert "68.27" in report  # the paper's Mean of this variant, beside ours
+    assert experiment.load(config).name == "table1"
+
+
+def test_the_data_source_reaches_the_superglue_reader(tmp_path, monkeypatch):
+    from nemot.ngt import superglue, train
+
+    raw = {"name": "x", "output_dir": str(tmp_path), "seeds": [0],
+           "variants": {"v": {"gating": "no-gating-block"}}, "tasks": {"RTE": {"epochs": 1}},
+           "data": {"dir": str(tmp_path), "source": "tfds"}}
+    exp = Experiment.from_dict(raw)
+    calls = []
+    monkeypatch.setattr(superglue, "load_task", lambda *args: calls.append(args))
+    train.load_splits(exp, "RTE")
+    assert calls == [("RTE", "train", str(tmp_path), "tfds"), ("RTE", "val", str(tmp_path), "tfds")]

@@ -1,0 +1,183 @@
+"""T5 checkpoints and tokenizer: a KerasHub preset (``t5_base_multi``...), a KerasHub
+preset directory, a Hugging Face T5 directory (``config.json``, ``model.safetensors``
+or its sharded index, ``spiece.model``; read offline), or a table of sizes for a
+randomly initialised T5 (tests, smoke runs).
+
+KerasHub 0.32 has no Hugging Face converter for T5, so :func:`from_hugging_face`
+maps the checkpoint's tensors onto ``T5Backbone`` itself (PyTorch ``[out, in]`` →
+Keras ``[in, out]``). The paper's model is T5 v1.0 (``feed_forward_proj = "relu"``,
+tied embeddings); v1.1's ``gated-gelu`` (untied head) loads too.
+
+Example:
+    >>> backbone = load_backbone("hf/t5-base")            # a Hugging Face directory
+    >>> tokenizer = load_tokenizer("hf/t5-base")
+    >>> backbone = load_backbone({"vocabulary_size": 64, "num_layers": 2, "num_heads": 2,
+    ...                           "hidden_dim": 16, "intermediate_dim": 32})
+"""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+# Sizes of the original T5 checkpoints (Raffel et al. 2020, Table 14), for configs and
+# parameter counts without a download.
+T5_SIZES = {
+    "t5_small": dict(num_layers=6, num_heads=8, hidden_dim=512, intermediate_dim=2048),
+    "t5_base": dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072),
+    "t5_large": dict(num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096),
+    "t5_3b": dict(num_layers=24, num_heads=32, hidden_dim=1024, intermediate_dim=16384,
+                  key_value_dim=128),
+    "t5_11b": dict(num_layers=24, num_heads=128, hidden_dim=1024, intermediate_dim=65536,
+                   key_value_dim=128),
+}
+T5_VOCABULARY = 32128
+HF_ACTIVATIONS = {"relu": False, "gated-gelu": True}  # -> use_gated_activation
+
+
+def _is_hugging_face(source):
+    config = Path(source) / "config.json"
+    if not config.is_file():
+        return False
+    return json.loads(config.read_text(encoding="utf-8")).get("model_type") is not None
+
+
+def load_backbone(source, dropout=0.1):
+    """A ``keras_hub.models.T5Backbone``.
+
+    Args:
+        source: a KerasHub preset name or directory, a Hugging Face T5 directory, a
+            :data:`T5_SIZES` name (random weights), or a dict of ``T5Backbone``
+            arguments (random weights).
+        dropout: for random and Hugging Face backbones (T5's fine-tuning used 0.1).
+    """
+    import keras_hub
+
+    if isinstance(source, dict):
+        return keras_hub.models.T5Backbone(**{"dropout": dropout, "use_gated_activation": False,
+                                              **source})
+    if source in T5_SIZES:
+        return keras_hub.models.T5Backbone(vocabulary_size=T5_VOCABULARY, dropout=dropout,
+                                           use_gated_activation=False, **T5_SIZES[source])
+    if os.path.isdir(source) and _is_hugging_face(source):
+        return from_hugging_face(source, dropout)
+    return keras_hub.models.T5Backbone.from_preset(source)
+
+
+def load_tokenizer(source):
+    """The T5 SentencePiece tokenizer of a preset, or ``spiece.model`` of a directory."""
+    import keras_hub
+
+    if os.path.isdir(source):
+        proto = Path(source) / "spiece.model"
+        if proto.is_file():
+            return keras_hub.models.T5Tokenizer(proto=str(proto))
+        if _is_hugging_face(source):
+            raise FileNotFoundError(f"{source}: no spiece.model (the T5 SentencePiece model)")
+    return keras_hub.models.T5Tokenizer.from_preset(source)
+
+
+def _hf_config(source):
+    path = Path(source) / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if config.get("model_type") != "t5":
+        raise ValueError(f"{path}: field 'model_type': expected 't5', got "
+                         f"{config.get('model_type')!r}")
+    expected = {"relative_attention_num_buckets": 32, "relative_attention_max_distance": 128,
+                "num_decoder_layers": config.get("num_layers")}
+    for key, value in expected.items():
+        if config.get(key, value) != value:
+            raise ValueError(f"{path}: field {key!r}: expected {value} (KerasHub's T5), got "
+                             f"{config[key]!r}")
+    proj = config.get("feed_forward_proj", "relu")
+    if proj not in HF_ACTIVATIONS:
+        raise ValueError(f"{path}: field 'feed_forward_proj': expected one of "
+                         f"{sorted(HF_ACTIVATIONS)}, got {proj!r}")
+    return config
+
+
+def _hf_tensors(source):
+    from safetensors.numpy import load_file
+
+    source = Path(source)
+    single, index = source / "model.safetensors", source / "model.safetensors.index.json"
+    if single.is_file():
+        return load_file(str(single))
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        tensors = {}
+        for shard in shards:
+            tensors.update(load_file(str(source / shard)))
+        return tensors
+    raise FileNotFoundError(f"{source}: no model.safetensors (or model.safetensors.index.json); "
+                            "only safetensors weights are read")
+
+
+def hf_weight_map(backbone):
+    """``{Hugging Face tensor name: (Keras variable, transpose)}`` for a ``T5Backbone``."""
+    pairs = {"shared.weight": (backbone.token_embedding.embeddings, False),
+             "encoder.final_layer_norm.weight": (backbone.encoder_layer_norm.weight, False),
+             "decoder.final_layer_norm.weight": (backbone.decoder_layer_norm.weight, False)}
+    if not backbone.tie_embedding_weights:
+        pairs["lm_head.weight"] = (backbone.token_embedding.reverse_embeddings, True)
+
+    def attention(prefix, layer):
+        for short, dense in (("q", layer.query_projector), ("k", layer.key_projector),
+                             ("v", layer.value_projector), ("o", layer.output_projector)):
+            pairs[f"{prefix}.{short}.weight"] = (dense.kernel, True)
+        if layer.use_relative_attention_bias:
+            pairs[f"{prefix}.relative_attention_bias.weight"] = (layer.relative_attention_bias,
+                                                                 False)
+
+    def feedforward(prefix, layer):
+        if layer.use_gated_activation:
+            pairs[f"{prefix}.DenseReluDense.wi_0.weight"] = (layer.input_projector.kernel, True)
+            pairs[f"{prefix}.DenseReluDense.wi_1.weight"] = (layer.gate_projector.kernel, True)
+        else:
+            pairs[f"{prefix}.DenseReluDense.wi.weight"] = (layer.input_projector.kernel, True)
+        pairs[f"{prefix}.DenseReluDense.wo.weight"] = (layer.output_projector.kernel, True)
+        pairs[f"{prefix}.layer_norm.weight"] = (layer.layer_norm.weight, False)
+
+    for i, layer in enumerate(backbone.encoder_transformer_layers):
+        block = f"encoder.block.{i}.layer"
+        attention(f"{block}.0.SelfAttention", layer.self_attention)
+        pairs[f"{block}.0.layer_norm.weight"] = (layer.self_attention_layer_norm.weight, False)
+        feedforward(f"{block}.1", layer)
+    for i, layer in enumerate(backbone.decoder_transformer_layers):
+        block = f"decoder.block.{i}.layer"
+        attention(f"{block}.0.SelfAttention", layer.self_attention)
+        pairs[f"{block}.0.layer_norm.weight"] = (layer.self_attention_layer_norm.weight, False)
+        attention(f"{block}.1.EncDecAttention", layer.cross_attention)
+        pairs[f"{block}.1.layer_norm.weight"] = (layer.cross_attention_layer_norm.weight, False)
+        feedforward(f"{block}.2", layer)
+    return pairs
+
+
+def from_hugging_face(source, dropout=0.1):
+    """A ``T5Backbone`` with the weights of a Hugging Face T5 directory."""
+    import keras_hub
+
+    config = _hf_config(source)
+    from keras_hub.src.utils.keras_utils import gelu_approximate
+
+    gated = HF_ACTIVATIONS[config.get("feed_forward_proj", "relu")]
+    activation = gelu_approximate if gated else "relu"  # HF's gated-gelu is the tanh GELU
+    backbone = keras_hub.models.T5Backbone(
+        vocabulary_size=config["vocab_size"], num_layers=config["num_layers"],
+        num_heads=config["num_heads"], hidden_dim=config["d_model"],
+        intermediate_dim=config["d_ff"], key_value_dim=config["d_kv"], dropout=dropout,
+        activation=activation, use_gated_activation=gated,
+        layer_norm_epsilon=config.get("layer_norm_epsilon", 1e-6),
+        tie_embedding_weights=config.get("tie_word_embeddings", True))
+    tensors = _hf_tensors(source)
+    for name, (variable, transpose) in hf_weight_map(backbone).items():
+        if name not in tensors:
+            raise ValueError(f"{source}: tensor {name!r} missing from the checkpoint")
+        value = np.asarray(tensors[name], np.float32)
+        value = value.T if transpose else value
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(f"{source}: tensor {name!r} has shape {value.shape}; the config "
+                             f"gives {tuple(variable.shape)}")
+        variable.assign(value)
+    return backbone

@@ -1,0 +1,43 @@
+"""``nemot modact``: the modulated-activation reproduction's own command.
+
+Training and reports go through the multi-seed runner (``nemot runs --config
+configs/modact/<table>.toml``, ``nemot runs report DIR``); this command prints the
+parameter counts of the paper's Tables 1 and 3 next to ours.
+
+Wire into ``nemot/cli.py`` with ``add_parser(subparsers)``.
+
+Example::
+
+    nemot modact params
+"""
+
+import json
+
+
+def add_parser(subparsers):
+    """Add ``modact`` (with ``params``) to an argparse subparsers object."""
+    parser = subparsers.add_parser(
+        "modact", help="modulated activations (seed 003): parameter counts; train with "
+                       "`nemot runs --config configs/modact/...`",
+        description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="modact_command", required=True)
+    params = commands.add_parser("params", help="our parameter counts beside the paper's "
+                                 "Tables 1 and 3")
+    params.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(func=main_modact)
+    return parser
+
+
+def main_modact(args):
+    """Run one parsed ``nemot modact`` command; returns the exit status."""
+    from nemot.modact.models import parameter_table
+
+    rows = parameter_table()
+    if args.json:
+        print(json.dumps([dict(zip(("table", "model", "ours", "paper", "note"), row))
+                          for row in rows], indent=2))
+        return 0
+    print(f"{'table':8s} {'model':32s} {'ours':>11s} {'paper':>11s}  note")
+    for table, model, ours, paper, note in rows:
+        print(f"{table:8s} {model:32s} {ours:>11,} {paper:>11,.0f}  {note}")
+    return 0

@@ -1,0 +1,266 @@
+"""The splits and input pipelines of the paper's experiments (seed 003, section 3).
+
+- CIFAR-10: 20% of the 50,000 training images held out for validation, the 10,000
+  test images for test; pixels scaled to [0, 1]; training batches shifted (up to 10% of
+  the width and height, nearest fill) and mirrored left-right, as the Keras
+  ``cifar10_cnn`` example's ``ImageDataGenerator`` did.
+- NAMES: about 10% held out for test; characters as ids 1..57 of the tutorial's
+  alphabet (0 pads).
+- SST-2: GLUE's ``train.tsv`` to train, its ``dev.tsv`` as the test set (GLUE's test
+  labels are not public); words (the files are tokenised and lower-cased) as ids of a
+  vocabulary of the training split, 1 for unknown words, 0 pads.
+
+Held-out splits are drawn with ``split_seed`` (the same for every run of an
+experiment: runs differ in initialisation and batch order only). ``synthetic = N``
+generates N learnable examples of the dataset's shape instead of reading files, for
+smoke runs without the data.
+"""
+
+import collections
+import dataclasses
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+
+from nemot.modact import readers
+
+DATASETS = ("cifar10", "names", "sst2")
+# Where each dataset can be read from (NAMES is neither in TFDS nor on the hub).
+SOURCES = {"cifar10": ("files", "tfds"), "names": ("files",), "sst2": ("files", "tfds", "hub")}
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Where an experiment's data is and how it is split.
+
+    Args:
+        dataset: ``"cifar10"``, ``"names"`` or ``"sst2"``.
+        dir: the files' directory (``cifar-10-batches-py``, ``names``, ``SST-2``);
+            ``"keras"`` loads CIFAR-10 with ``keras.datasets.cifar10`` (downloads); with
+            ``source = "tfds"``, the TFDS data directory.
+        source: ``"files"``; ``"tfds"``: CIFAR-10 from ``cifar10:3.0.2``, SST-2 from
+            ``glue/sst2:2.0.0`` (train, and validation as the test set); ``"hub"``: SST-2
+            from ``nyu-mll/glue`` ``sst2`` (no ``dir``). Each gives the files' arrays.
+        synthetic: N > 0 generates N training examples instead (see module docstring).
+        validation_fraction: of the training split, held out for validation.
+        test_fraction: of the corpus, held out for test (NAMES has no test file).
+        split_seed: seed of the held-out draws.
+        augment: CIFAR-10: shift and mirror the training images.
+        max_length: token sequences are cut to this many ids (0: no limit).
+        train_file, test_file: SST-2 file names in ``dir``.
+    """
+
+    dataset: str = "cifar10"
+    dir: str | None = None
+    synthetic: int = 0
+    validation_fraction: float = 0.0
+    test_fraction: float = 0.0
+    split_seed: int = 0
+    augment: bool = False
+    max_length: int = 0
+    train_file: str = "train.tsv"
+    test_file: str = "dev.tsv"
+    source: str = "files"
+
+    def __post_init__(self):
+        if self.dataset not in DATASETS:
+            raise ValueError(f"dataset={self.dataset!r}: expected one of {DATASETS}")
+        for key in ("validation_fraction", "test_fraction"):
+            if not 0 <= getattr(self, key) < 1:
+                raise ValueError(f"{key}={getattr(self, key)}: expected a fraction in [0, 1)")
+        if self.source not in SOURCES[self.dataset]:
+            raise ValueError(f"source={self.source!r}: {self.dataset} is read from one of "
+                             f"{SOURCES[self.dataset]}")
+        if self.source == "hub" and self.dir:
+            raise ValueError(f"dir={self.dir!r}: source = 'hub' reads nyu-mll/glue sst2; "
+                             "leave dir unset")
+        if self.source != "files" and (self.train_file, self.test_file) != ("train.tsv",
+                                                                             "dev.tsv"):
+            raise ValueError(f"train_file, test_file: file names, not read with source = "
+                             f"{self.source!r} (SST-2's splits are GLUE's train and validation)")
+        if not self.synthetic and not self.dir and self.source != "hub":
+            raise ValueError(f"dir: the {self.dataset} files' directory is needed (or "
+                             "synthetic = N for generated data)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Splits:
+    """Arrays ``(x, y)`` of each split, and what a model needs to know about them."""
+
+    train: tuple
+    validation: tuple | None
+    test: tuple
+    num_classes: int
+    vocab_size: int = 0
+    input_shape: tuple = ()
+
+
+def hold_out(x, y, fraction, seed):
+    """``(kept, held_out)``: ``ceil(fraction N)`` examples drawn with ``seed``."""
+    if not fraction:
+        return (x, y), None
+    order = np.random.default_rng(seed).permutation(len(y))
+    n = math.ceil(fraction * len(y))
+    return (x[order[n:]], y[order[n:]]), (x[order[:n]], y[order[:n]])
+
+
+def pad_ids(sequences, max_length=0):
+    """int32 [N, L] right-padded with 0 (L: the longest, or ``max_length``)."""
+    if max_length:
+        sequences = [s[:max_length] for s in sequences]
+    out = np.zeros((len(sequences), max(map(len, sequences))), "int32")
+    for row, ids in zip(out, sequences):
+        row[:len(ids)] = ids
+    return out
+
+
+def word_vocabulary(sentences):
+    """``{word: id}`` of the training sentences, most frequent first (ties
+    alphabetical), from id 2 (0 pads, 1 is an unknown word)."""
+    counts = collections.Counter(w for s in sentences for w in s.split())
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))
+    return {w: i for i, w in enumerate(ranked, start=2)}
+
+
+# ----------------------------------------------------------- synthetic data
+
+def _synthetic_cifar10(n, seed):
+    """Noise images with a class-coloured 8x8 patch at a class-dependent place."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 10, n).astype("int32")
+    x = rng.integers(0, 160, (n, 32, 32, 3)).astype("uint8")
+    for i, label in enumerate(y):
+        r, c = 4 + 12 * (label % 3), 4 + 8 * (label // 3)
+        x[i, r:r + 8, c:c + 8, label % 3] = 255
+    return x, y
+
+
+def _synthetic_names(n, seed, languages=18):
+    """Names whose letters come mostly from their language's own six letters."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list(readers.NAME_LETTERS[:52]))
+    own = [rng.choice(letters, 6, replace=False) for _ in range(languages)]
+    y = rng.integers(0, languages, n).astype("int32")
+    names = ["".join(rng.choice(own[label]) if rng.random() < 0.7 else rng.choice(letters)
+                     for _ in range(rng.integers(3, 9))).capitalize() for label in y]
+    return names, y, [f"Language{i:02d}" for i in range(languages)]
+
+
+def _synthetic_sst2(n, seed):
+    """Sentences of neutral words with a majority of positive or negative ones."""
+    rng = np.random.default_rng(seed)
+    words = {"pos": [f"good{i}" for i in range(10)], "neg": [f"bad{i}" for i in range(10)],
+             "neutral": [f"word{i}" for i in range(80)]}
+    sentences, labels = [], []
+    for _ in range(n):
+        label = int(rng.integers(0, 2))
+        sentiment = words["pos" if label else "neg"]
+        tokens = list(rng.choice(words["neutral"], rng.integers(3, 10)))
+        tokens += list(rng.choice(sentiment, 2)) + list(rng.choice(words["pos"] + words["neg"], 1))
+        rng.shuffle(tokens)
+        sentences.append(" ".join(tokens))
+        labels.append(label)
+    return sentences, np.asarray(labels, "int32")
+
+
+# ---------------------------------------------------------------- loading
+
+def _cifar10(config):
+    if config.synthetic:
+        train = _synthetic_cifar10(config.synthetic, config.split_seed)
+        test = _synthetic_cifar10(max(config.synthetic // 5, 1), config.split_seed + 1)
+    elif config.source == "tfds":
+        files = readers.read_cifar10_tfds(config.dir)
+        train, test = files["train"], files["test"]
+    elif config.dir == "keras":
+        import keras
+
+        (x, y), (xt, yt) = keras.datasets.cifar10.load_data()
+        train, test = (x, y[:, 0].astype("int32")), (xt, yt[:, 0].astype("int32"))
+    else:
+        files = readers.read_cifar10(config.dir)
+        train, test = files["train"], files["test"]
+    train, validation = hold_out(*train, config.validation_fraction, config.split_seed)
+    return Splits(train, validation, test, num_classes=10, input_shape=(32, 32, 3))
+
+
+def _names(config):
+    if config.synthetic:
+        names, y, languages = _synthetic_names(config.synthetic, config.split_seed)
+    else:
+        names, y, languages = readers.read_names(config.dir)
+    ids = pad_ids([[readers.NAME_LETTERS.index(c) + 1 for c in name] for name in names],
+                  config.max_length)
+    rest, test = hold_out(ids, y, config.test_fraction, config.split_seed)
+    train, validation = hold_out(*rest, config.validation_fraction, config.split_seed + 1)
+    if test is None:
+        raise ValueError("names: test_fraction: the corpus has no test file; hold out a "
+                         "fraction (the paper: about 0.1)")
+    return Splits(train, validation, test, num_classes=len(languages),
+                  vocab_size=len(readers.NAME_LETTERS) + 1)
+
+
+def _sst2(config):
+    if config.synthetic:
+        train = _synthetic_sst2(config.synthetic, config.split_seed)
+        test = _synthetic_sst2(max(config.synthetic // 5, 1), config.split_seed + 1)
+    elif config.source == "files":
+        train = readers.read_sst2(Path(config.dir) / config.train_file)
+        test = readers.read_sst2(Path(config.dir) / config.test_file)
+    else:
+        train = readers.read_sst2_source(config.source, config.dir, "train")
+        test = readers.read_sst2_source(config.source, config.dir, "dev")
+    vocabulary = word_vocabulary(train[0])
+
+    def encode(sentences):
+        return pad_ids([[vocabulary.get(w, 1) for w in s.split()] or [1] for s in sentences],
+                       config.max_length)
+
+    train, validation = hold_out(encode(train[0]), train[1], config.validation_fraction,
+                                 config.split_seed)
+    return Splits(train, validation, (encode(test[0]), test[1]), num_classes=2,
+                  vocab_size=len(vocabulary) + 2)
+
+
+@functools.lru_cache(maxsize=1)
+def load_splits(config):
+    """The :class:`Splits` of a :class:`DataConfig` (the last one is kept in memory, so
+    the runs of an experiment read the files once)."""
+    return {"cifar10": _cifar10, "names": _names, "sst2": _sst2}[config.dataset](config)
+
+
+# ---------------------------------------------------------------- pipelines
+
+def _prepare(x, y, images):
+    import tensorflow as tf
+
+    return (tf.cast(x, tf.float32) / 255.0 if images else x), y
+
+
+def train_dataset(split, batch_size, seed, start_batch=0, augment=False, images=False):
+    """An infinite tf.data stream of shuffled training batches, starting at batch
+    ``start_batch`` (the order is a function of ``seed`` only, so a resumed run sees the
+    batches it would have seen; the augmentation's random draws start afresh)."""
+    import keras
+    import tensorflow as tf
+
+    x, y = split
+    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    dataset = dataset.shuffle(len(y), seed=seed, reshuffle_each_iteration=True).repeat()
+    dataset = dataset.batch(batch_size).skip(start_batch)
+    dataset = dataset.map(functools.partial(_prepare, images=images))
+    if augment:
+        shift = keras.layers.RandomTranslation(0.1, 0.1, fill_mode="nearest", seed=seed)
+        flip = keras.layers.RandomFlip("horizontal", seed=seed + 1)
+        dataset = dataset.map(lambda a, b: (flip(shift(a, training=True), training=True), b))
+    return dataset.prefetch(2)
+
+
+def eval_dataset(split, batch_size, images=False):
+    """The split once, in order, in batches."""
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices(split).batch(batch_size)
+    return dataset.map(functools.partial(_prepare, images=images)).prefetch(2)

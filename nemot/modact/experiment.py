@@ -1,0 +1,243 @@
+"""The modulated-activation experiments for :mod:`nemot.runs` (seed 003): one config per
+table of the paper (``configs/modact/*.toml``). NeMoT with a modulated feed-forward
+activation on the thesis' QA data is a ``reproduction = "nemot"`` experiment
+(:mod:`nemot.training.experiment`, ``configs/nemot/race_modulation.toml``).
+
+A config::
+
+    reproduction = "modact"
+    name = "names_lstm"               # the PAPER key prefix
+    output_dir = "runs/modact/names_lstm"
+    seeds = [0, 1, 2]
+    [model]     ModelConfig fields shared by the variants (nemot.modact.models)
+    [data]      DataConfig fields (nemot.modact.data)
+    [train]     TrainConfig fields (below)
+    [variants.<name>]  ModelConfig fields of one column of the paper's table
+
+``run_one`` trains one variant with one seed and returns ``test_accuracy``,
+``train_accuracy`` (the last epoch's, under dropout and augmentation, as the paper's
+"Training" column appears to be) and, with a validation split, ``validation_accuracy``
+(last epoch).
+"""
+
+import dataclasses
+import math
+
+from nemot import runs
+from nemot.modact import data, models
+from nemot.modact.data import DataConfig
+
+# The paper's numbers (Tables 2 and 4; thesis Table 3.4 for NeMoT), keyed by
+# "<experiment name>/<variant>".
+PAPER = {
+    "cifar10_cnn/vanilla": {"train_accuracy": 0.649, "validation_accuracy": 0.694,
+                            "test_accuracy": 0.690},
+    "cifar10_cnn/modulated": {"train_accuracy": 0.775, "validation_accuracy": 0.782,
+                              "test_accuracy": 0.782},
+    "cifar10_densenet/vanilla": {"train_accuracy": 0.889, "validation_accuracy": 0.888,
+                                 "test_accuracy": 0.889},
+    "cifar10_densenet/modulated": {"train_accuracy": 0.905, "validation_accuracy": 0.902,
+                                   "test_accuracy": 0.902},
+    "cifar10_densenet_lite/vanilla": {"train_accuracy": 0.881, "validation_accuracy": 0.885,
+                                      "test_accuracy": 0.885},
+    "cifar10_densenet_lite/modulated": {"train_accuracy": 0.894, "validation_accuracy": 0.893,
+                                        "test_accuracy": 0.894},
+    "names_lstm/modulated": {"test_accuracy": 0.77898},
+    "names_lstm/C1": {"test_accuracy": 0.77490},
+    "names_lstm/C2": {"test_accuracy": 0.77516},
+    "names_lstm/C3": {"test_accuracy": 0.77602},
+    "sst2_lstm/modulated": {"test_accuracy": 0.77482},
+    "sst2_lstm/C1": {"test_accuracy": 0.73629},
+    "sst2_lstm/C2": {"test_accuracy": 0.74327},
+    "sst2_lstm/C3": {"test_accuracy": 0.73628},
+}
+PAPER_NOTES = {
+    "names_lstm": "Table 4, 30 runs: SD .00526 (modulated) vs .00565 / .00531 / .00650 "
+                  "(C1 / C2 / C3); Hedges' g .748 / .722 / .499; p < .006 / .007 / .06.",
+    "sst2_lstm": "Table 4, 100 runs: SD .01150 (modulated) vs .04855 / .04687 / .04701 "
+                 "(C1 / C2 / C3); Hedges' g 1.092 / .924 / 1.126; all p < .001.",
+}
+TABLES = ("model", "data", "train")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """How one run trains (paper section 3).
+
+    Args:
+        batch_size, epochs: CIFAR 128 and 150; NAMES 32 and 100; SST-2 5 and 100.
+        optimizer: ``"adam"`` (CIFAR, SST-2) or ``"sgd"`` (NAMES).
+        learning_rate: the initial rate (1e-3; NAMES .01).
+        lr_drops: fractions of training after which the rate is divided by 10
+            (CIFAR: [0.5, 0.8]).
+        decay: old Keras SGD ``decay``: ``rate / (1 + decay * step)`` (NAMES: 1e-4).
+        steps_per_epoch: 0 is one pass over the training split.
+        jit_compile: XLA-compile the train step.
+        verbose: Keras fit verbosity.
+    """
+
+    batch_size: int = 128
+    epochs: int = 150
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    lr_drops: tuple = ()
+    decay: float = 0.0
+    steps_per_epoch: int = 0
+    jit_compile: bool = False
+    verbose: int = 0
+
+    def __post_init__(self):
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer={self.optimizer!r}: expected 'adam' or 'sgd'")
+        if self.batch_size < 1 or self.epochs < 1:
+            raise ValueError(f"batch_size={self.batch_size}, epochs={self.epochs}: expected >= 1")
+        object.__setattr__(self, "lr_drops", tuple(self.lr_drops))
+
+    def schedule(self, total_steps):
+        """The learning rate (a float or a Keras schedule) over ``total_steps``."""
+        import keras
+
+        if self.lr_drops and self.decay:
+            raise ValueError("train: lr_drops and decay: expected one of the two schedules")
+        if self.lr_drops:
+            boundaries = [int(f * total_steps) for f in self.lr_drops]
+            values = [self.learning_rate / 10 ** i for i in range(len(boundaries) + 1)]
+            return keras.optimizers.schedules.PiecewiseConstantDecay(boundaries, values)
+        if self.decay:
+            return keras.optimizers.schedules.InverseTimeDecay(self.learning_rate, 1, self.decay)
+        return self.learning_rate
+
+    def make_optimizer(self, total_steps):
+        import keras
+
+        cls = keras.optimizers.Adam if self.optimizer == "adam" else keras.optimizers.SGD
+        return cls(learning_rate=self.schedule(total_steps))
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One config: see the module docstring."""
+
+    name: str
+    output_dir: str
+    seeds: tuple
+    model: dict
+    variants: dict
+    data: DataConfig | None = None
+    train: TrainConfig | None = None
+    source: str = "<dict>"
+
+
+def _fields(cls, values, where):
+    """``cls(**values)``; unknown keys and bad values raise naming ``where``."""
+    if not isinstance(values, dict):
+        raise ValueError(f"{where}: expected a table, got {values!r}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(known)}")
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def from_dict(raw, source="<dict>"):
+    """An :class:`Experiment` from a TOML-shaped dict; errors name ``source`` and the key."""
+    protocol = runs.protocol_keys(raw, TABLES, source)
+    model = dict(raw.get("model", {}))
+    variants = protocol["variants"]
+    common = dict(protocol, model=model, source=source)
+    experiment = Experiment(**common,
+                            data=_fields(DataConfig, raw.get("data", {}), f"{source}: [data]"),
+                            train=_fields(TrainConfig, raw.get("train", {}), f"{source}: [train]"))
+    for name, table in variants.items():  # every variant must make a valid model config
+        _fields(models.ModelConfig, {**model, **table}, f"{source}: variants.{name}")
+    return experiment
+
+
+def load(path, overrides=()):
+    """The :class:`Experiment` of the TOML file at ``path`` with ``KEY=VALUE`` overrides."""
+    raw = runs.read_config(path)
+    if raw.get("reproduction") != "modact":
+        raise ValueError(f"{path}: reproduction = {raw.get('reproduction')!r}: expected 'modact'")
+    raw = runs.apply_overrides(raw, overrides, TABLES, source=str(path))
+    return from_dict(raw, source=str(path))
+
+
+def variants(experiment):
+    """The variant names, in the config's (the paper's) order."""
+    return list(experiment.variants)
+
+
+def model_config(experiment, variant, splits):
+    """The :class:`nemot.modact.models.ModelConfig` of ``variant`` on ``splits``."""
+    values = {**experiment.model, **experiment.variants[variant],
+              "num_classes": splits.num_classes, "vocab_size": splits.vocab_size}
+    if splits.input_shape:
+        values["input_shape"] = splits.input_shape
+    return _fields(models.ModelConfig, values, f"{experiment.source}: variants.{variant}")
+
+
+def data_source(experiment, splits, seed):
+    """The :class:`nemot.training.loop.DataSource` of one run."""
+    from nemot.training import loop
+
+    images = experiment.data.dataset == "cifar10"
+    augment = experiment.data.augment
+
+    def shard(dataset, input_context):
+        if input_context is None or input_context.num_input_pipelines == 1:
+            return dataset
+        return dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+
+    def train(start_batch, batch_size, input_context):
+        return shard(data.train_dataset(splits.train, batch_size, seed, start_batch, augment,
+                                        images), input_context)
+
+    def validation(batch_size, input_context):
+        return shard(data.eval_dataset(splits.validation, batch_size, images), input_context)
+
+    steps = experiment.train.steps_per_epoch or math.ceil(
+        len(splits.train[1]) / experiment.train.batch_size)
+    return loop.DataSource(train=train, steps_per_epoch=steps,
+                           validation=validation if splits.validation else None)
+
+
+def compile_model(model, train, total_steps):
+    """Cross-entropy on the logits, accuracy, the config's optimizer and schedule."""
+    import keras
+
+    model.compile(optimizer=train.make_optimizer(total_steps),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], jit_compile=train.jit_compile)
+
+
+def run_one(experiment, variant, seed, run_dir):
+    """Train ``variant`` with ``seed`` into ``run_dir``; returns its metrics."""
+    from nemot.training import loop
+    from nemot.training.run_config import dump_toml
+
+    splits = data.load_splits(experiment.data)
+    config = model_config(experiment, variant, splits)
+    train = experiment.train
+    source = data_source(experiment, splits, seed)
+    resolved = {"experiment": experiment.name, "variant": variant, "seed": seed,
+                "model": dataclasses.asdict(config), "data": dataclasses.asdict(experiment.data),
+                "train": dataclasses.asdict(train)}
+    result = loop.run(
+        lambda: models.build(config), source,
+        loop.TrainConfig(batch_size=train.batch_size, epochs=train.epochs,
+                         steps_per_epoch=source.steps_per_epoch, jit_compile=train.jit_compile,
+                         verbose=train.verbose),
+        run_dir, seed=seed, config_toml=dump_toml(resolved),
+        compile_model=lambda model: compile_model(
+            model, train, source.steps_per_epoch * train.epochs))
+    test = result.model.evaluate(
+        data.eval_dataset(splits.test, train.batch_size, experiment.data.dataset == "cifar10"),
+        return_dict=True, verbose=0)
+    metrics = {"test_accuracy": test["accuracy"],
+               "train_accuracy": result.history["accuracy"][-1]}
+    if "val_accuracy" in result.history:
+        metrics["validation_accuracy"] = result.history["val_accuracy"][-1]
+    return metrics

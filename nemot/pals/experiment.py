@@ -1,0 +1,340 @@
+"""PALs experiments: every row of the seed's Tables 1-4 as a variant of a TOML config
+(``configs/pals/``), trained through :func:`nemot.training.loop.run`.
+
+This module is the reproduction's side of the multi-seed runner's protocol (``nemot
+runs``): :func:`load`, :func:`variants`, :func:`run_one` and :data:`PAPER`.
+
+A config::
+
+    reproduction = "pals"
+    name = "table2"
+    output_dir = "runs/pals/table2"
+    seeds = [0, 1, 2]
+    [model]   backbone (KerasHub preset name, KerasHub/Hugging Face directory, or a table
+              of BertBackbone sizes), tokenizer (vocab.txt or preset; default: the
+              backbone), lowercase, sequence_length, head_dropout, activation, pals
+    [train]   mode ("finetune" | "pretrain": BERT frozen), learning_rate, batch_size,
+              epochs, steps_per_epoch (0: one pass over all tasks' training examples),
+              sampling ("annealed" | "proportional" | "sqrt" | "round_robin" | "uniform"),
+              eval_split ("dev" | "test"), jit_compile, verbose
+    [data]    dir, tasks
+    [variants.<name>]  any of the keys above (flat), e.g. pals = "half", tasks = [...]
+
+``pals`` is ``"zero"``, ``"half"`` (d_s 276, top 6 layers), ``"full"`` (204, all 12) or a
+table of :data:`nemot.pals.model.PAL_OPTIONS`.
+
+Training (seed s.5.3): Adam (minBERT's AdamW with its default weight decay 0, epsilon
+1e-6) at a fixed learning rate; one task per batch drawn by
+:class:`nemot.training.sampling.TaskSampler`; after every epoch the eval split is scored
+and the run reports the epoch with the best ``score`` (minBERT keeps the model with the
+best dev result).
+
+Example:
+    >>> experiment = load("configs/pals/table2.toml", ["train.epochs=1"])  # doctest: +SKIP
+    >>> run_one(experiment, "half", 0, "runs/pals/table2/half/seed0")      # doctest: +SKIP
+    {'sst_acc': ..., 'quora_acc': ..., 'sts_r': ..., 'score': ..., 'average_raw_r': ...}
+"""
+
+import csv
+import dataclasses
+import math
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from nemot import runs
+from nemot.data.format import DataError
+from nemot.pals import data as pals_data
+from nemot.pals.metrics import summary, task_metric
+from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
+from nemot.pals.tasks import get_task
+from nemot.training.run_config import dump_toml
+from nemot.training.sampling import MODES, TaskSampler
+
+MODES_OF_TRAINING = ("finetune", "pretrain")
+SECTIONS = {
+    "model": ("backbone", "tokenizer", "lowercase", "sequence_length", "head_dropout",
+              "activation", "pals"),
+    "train": ("mode", "learning_rate", "batch_size", "epochs", "steps_per_epoch", "sampling",
+              "eval_split", "jit_compile", "verbose"),
+    "data": ("dir", "tasks", "source"),
+}
+
+# The seed's numbers (dev unless the row says test). Keys: metrics.summary's names;
+# "score" = mean with (r + 1) / 2 (Tables 2, 3), "average_raw_r" = mean with raw r (Table 4).
+PAPER = {
+    # Table 1: part 1, one task, batch 8.
+    "sst_pretrain": {"sst_acc": 0.390},
+    "sst_finetune": {"sst_acc": 0.520},
+    "cfimdb_pretrain": {"cfimdb_acc": 0.780},
+    "cfimdb_finetune": {"cfimdb_acc": 0.963},
+    # Table 2: three tasks, dev.
+    "zero": {"sst_acc": 0.523, "quora_acc": 0.779, "sts_r": 0.377, "score": 0.664},
+    "half": {"sst_acc": 0.520, "quora_acc": 0.772, "sts_r": 0.375, "score": 0.660},
+    "full": {"sst_acc": 0.505, "quora_acc": 0.784, "sts_r": 0.366, "score": 0.657},
+    # Table 3: the zero-PALs model on the test split.
+    "zero_test": {"sst_acc": 0.530, "quora_acc": 0.785, "sts_r": 0.331, "score": 0.660},
+    # Table 4: single tasks and pairs, dev.
+    "sst_only": {"sst_acc": 0.521, "average_raw_r": 0.521},
+    "quora_only": {"quora_acc": 0.784, "average_raw_r": 0.784},
+    "sts_only": {"sts_r": 0.361, "average_raw_r": 0.361},
+    "zero_sst_quora": {"sst_acc": 0.531, "quora_acc": 0.768, "average_raw_r": 0.650},
+    "zero_sst_sts": {"sst_acc": 0.517, "sts_r": 0.384, "average_raw_r": 0.451},
+    "zero_quora_sts": {"quora_acc": 0.776, "sts_r": 0.366, "average_raw_r": 0.571},
+    "half_sst_quora": {"sst_acc": 0.514, "quora_acc": 0.778, "average_raw_r": 0.646},
+    "half_sst_sts": {"sst_acc": 0.513, "sts_r": 0.379, "average_raw_r": 0.446},
+    "half_quora_sts": {"quora_acc": 0.781, "sts_r": 0.364, "average_raw_r": 0.573},
+    "full_sst_quora": {"sst_acc": 0.509, "quora_acc": 0.781, "average_raw_r": 0.645},
+    "full_sst_sts": {"sst_acc": 0.521, "sts_r": 0.349, "average_raw_r": 0.435},
+    "full_quora_sts": {"quora_acc": 0.780, "sts_r": 0.347, "average_raw_r": 0.564},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """One variant's resolved settings (see the module docstring for each key)."""
+
+    backbone: object = "bert_base_en_uncased"
+    tokenizer: str | None = None
+    lowercase: bool = True
+    sequence_length: int = 128
+    head_dropout: float = 0.3
+    activation: str = "gelu"
+    pals: object = "zero"
+    mode: str = "finetune"
+    learning_rate: float = 1e-5
+    batch_size: int = 16
+    epochs: int = 10
+    steps_per_epoch: int = 0
+    sampling: str = "annealed"
+    eval_split: str = "dev"
+    jit_compile: bool = False
+    verbose: int = 2
+    dir: str = "data"
+    tasks: tuple = ("sst", "quora", "sts")
+    source: str = "files"
+
+    def pal_options(self):
+        """The PALs of this variant as :class:`nemot.pals.model.PALBert`'s ``pals``."""
+        return PAL_PRESETS[self.pals] if isinstance(self.pals, str) else dict(self.pals)
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """A parsed config: its name, output directory, seeds and variants."""
+
+    name: str
+    output_dir: str
+    seeds: tuple
+    variants: dict
+    source: str = "<dict>"
+
+
+def _check(key, value, source):
+    def fail(expected):
+        return ValueError(f"{source}: {key} = {value!r}: expected {expected}")
+
+    if key == "pals":
+        if isinstance(value, str) and value not in PAL_PRESETS:
+            raise fail(f"one of {sorted(PAL_PRESETS)} or a table of {list(PAL_OPTIONS)}")
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(PAL_OPTIONS))
+            if unknown:
+                raise fail(f"a table with keys among {list(PAL_OPTIONS)} (unknown {unknown})")
+    elif key == "tasks":
+        if not isinstance(value, list) or not value:
+            raise fail("a non-empty list of task names")
+        for task in value:
+            get_task(task, where=f"{source}: tasks")
+        return tuple(value)
+    elif key == "mode" and value not in MODES_OF_TRAINING:
+        raise fail(f"one of {MODES_OF_TRAINING}")
+    elif key == "sampling" and value not in MODES:
+        raise fail(f"one of {MODES}")
+    elif key == "eval_split" and value not in ("dev", "test"):
+        raise fail("'dev' or 'test'")
+    elif key in ("batch_size", "epochs", "sequence_length") and not (
+            isinstance(value, int) and value > 0):
+        raise fail("a positive integer")
+    return value
+
+
+def _settings(tables, source):
+    """Flat ``{field: value}`` from ``[model]``/``[train]``/``[data]``-shaped tables."""
+    out = {}
+    for section, keys in SECTIONS.items():
+        table = tables.get(section, {})
+        if not isinstance(table, dict):
+            raise ValueError(f"{source}: [{section}] must be a table")
+        for key, value in table.items():
+            if key not in keys:
+                raise ValueError(f"{source}: [{section}] {key!r}: expected one of {list(keys)}")
+            out[key] = _check(key, value, f"{source}: [{section}]")
+    return out
+
+
+def from_dict(raw, source="<dict>"):
+    """An :class:`Experiment` from a TOML-shaped dict; unknown keys name the file and key."""
+    if raw.get("reproduction", "pals") != "pals":
+        raise ValueError(f"{source}: reproduction = {raw['reproduction']!r}: expected 'pals'")
+    protocol = runs.protocol_keys(raw, tuple(SECTIONS), source)
+    base = _settings(raw, source)
+    fields = {f for keys in SECTIONS.values() for f in keys}
+    variants = {}
+    for name, table in protocol["variants"].items():
+        where = f"{source}: [variants.{name}]"
+        unknown = sorted(set(table) - fields)
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {unknown}: expected some of {sorted(fields)}")
+        values = dict(base, **{k: _check(k, v, where) for k, v in table.items()})
+        variants[name] = Settings(**values)
+    return Experiment(protocol["name"], protocol["output_dir"], protocol["seeds"], variants,
+                      source)
+
+
+def load(path, overrides=()):
+    """Read a config and apply ``KEY=VALUE`` overrides (``"train.epochs=1"``,
+    ``"data.dir=..."``, ``"seeds=[0]"``; they set the shared tables, which a variant's own
+    keys still override)."""
+    raw = runs.apply_overrides(runs.read_config(path), overrides, tuple(SECTIONS),
+                               source=str(path))
+    return from_dict(raw, source=str(path))
+
+
+def variants(experiment):
+    """The variant names of ``experiment``, in config order."""
+    return list(experiment.variants)
+
+
+# ---- one run -------------------------------------------------------------------------
+
+
+def _load_split(settings, encoder, split):
+    """``{task: encoded arrays}`` of ``split``; every file must have its label column."""
+    out = {}
+    for task in settings.tasks:
+        rows = pals_data.read_rows(task, settings.dir, split, settings.source)
+        if rows.labels is None:
+            label = pals_data.LAYOUTS[task].label
+            raise DataError(rows.path, 1, label, f"a {label!r} column: training and scoring "
+                            "need labels (the minBERT *-test-student files have none)",
+                            got="no such column")
+        out[task] = encoder.encode(rows)
+    return out
+
+
+def _tokenizer_spec(settings):
+    spec = settings.tokenizer or settings.backbone
+    if not isinstance(spec, str):
+        raise ValueError("model.tokenizer (a vocab.txt or a preset) is required when "
+                         "model.backbone is a table of sizes")
+    return spec
+
+
+def _datasets(settings, train, evaluation, sampler, seed):
+    import tensorflow as tf
+
+    length = settings.sequence_length
+    spec = tf.TensorSpec((None, length), tf.int32)
+    signature = ({"token_ids": spec, "segment_ids": spec, "padding_mask": spec,
+                  "task_index": tf.TensorSpec((None,), tf.int32)},
+                 tf.TensorSpec((None, 2), tf.float32))
+
+    def single_pipeline(input_context):
+        # Every pipeline would read the same stream: sharding it is not implemented.
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            raise ValueError("PALs runs read one input pipeline; multi-worker training "
+                             "(several pipelines) is not supported")
+
+    def train_fn(start_batch, batch_size, input_context):
+        single_pipeline(input_context)
+        return tf.data.Dataset.from_generator(
+            lambda: pals_data.multitask_batches(train, sampler, batch_size, seed, start_batch),
+            output_signature=signature).prefetch(2)
+
+    def validation_fn(batch_size, input_context):
+        single_pipeline(input_context)
+
+        def batches():
+            for index, task in enumerate(settings.tasks):
+                n = len(evaluation[task]["labels"])
+                for start in range(0, n, batch_size):
+                    yield pals_data.batch(evaluation[task],
+                                          np.arange(start, min(start + batch_size, n)), index)
+        count = sum(math.ceil(len(evaluation[t]["labels"]) / batch_size) for t in settings.tasks)
+        dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
+        return dataset.apply(tf.data.experimental.assert_cardinality(count))
+
+    return train_fn, validation_fn
+
+
+def run_one(experiment, variant, seed, run_dir):
+    """Train and evaluate one (variant, seed) into ``run_dir``; returns the best epoch's
+    metrics (:func:`nemot.pals.metrics.summary` keys; the runner writes them to
+    ``metrics.json``)."""
+    from nemot.training import loop
+
+    settings = experiment.variants[variant]
+    encoder = pals_data.Encoder(pals_data.load_tokenizer(_tokenizer_spec(settings),
+                                                         settings.lowercase),
+                                settings.sequence_length)
+    train, evaluation = _load_split(settings, encoder, "train"), \
+        _load_split(settings, encoder, settings.eval_split)
+    sizes = {task: len(arrays["labels"]) for task, arrays in train.items()}
+    steps = settings.steps_per_epoch or math.ceil(sum(sizes.values()) / settings.batch_size)
+    sampler = TaskSampler(sizes, mode=settings.sampling, epochs=settings.epochs,
+                          steps_per_epoch=steps, seed=seed)
+    train_fn, validation_fn = _datasets(settings, train, evaluation, sampler, seed)
+
+    def metric(model):
+        values = {task: task_metric(task, predictions(model, evaluation[task], task),
+                                    evaluation[task]["labels"]) for task in settings.tasks}
+        scores = summary(values)
+        return {"metric": scores["score"], **scores}
+
+    def build_model():
+        return build_pal_bert(settings.backbone, tasks=settings.tasks,
+                              pals=settings.pal_options(), head_dropout=settings.head_dropout,
+                              activation=settings.activation)
+
+    def compile_model(model):
+        if settings.mode == "pretrain":
+            model.freeze_bert()
+        model.compile(keras.optimizers.Adam(settings.learning_rate, epsilon=1e-6),
+                      loss=PALsLoss(model.tasks), jit_compile=settings.jit_compile)
+
+    source = loop.DataSource(train=train_fn, steps_per_epoch=steps, validation=validation_fn,
+                             metric=metric)
+    config = loop.TrainConfig(batch_size=settings.batch_size, epochs=settings.epochs,
+                              steps_per_epoch=steps, verbose=settings.verbose)
+    result = loop.run(build_model, source, config, run_dir, compile_model=compile_model,
+                      seed=seed, config_toml=resolved_toml(experiment, variant, seed))
+    return best_epoch_metrics(run_dir, result.best["metric_epoch"])
+
+
+def resolved_toml(experiment, variant, seed):
+    """The settings one run used, as a TOML config of one variant (the run's
+    ``config.toml``)."""
+    settings = experiment.variants[variant]
+    data = {"reproduction": "pals", "name": experiment.name, "variant": variant, "seed": seed}
+    for section, keys in SECTIONS.items():
+        data[section] = {}
+        for key in keys:
+            value = getattr(settings, key)
+            if isinstance(value, dict):
+                data[f"{section}.{key}"] = value
+            elif value is not None:
+                data[section][key] = value
+    return dump_toml(data)
+
+
+def best_epoch_metrics(run_dir, epoch):
+    """The ``val_*`` values of ``epoch`` in the trainer's ``results.csv``, without prefix."""
+    with open(Path(run_dir, "results.csv"), newline="", encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle) if int(r["epoch"]) == epoch]
+    if not rows:
+        raise ValueError(f"{run_dir}/results.csv: no row for epoch {epoch}")
+    skip = {"val_loss", "val_metric", "val_perplexity"}
+    return {k[4:]: float(v) for k, v in rows[0].items()
+            if k.startswith("val_") and k not in skip and v != ""}

@@ -1,0 +1,81 @@
+"""NeMoT run configs over seeds and variants, in the protocol of ``nemot runs``
+(:mod:`nemot.runs`): the thesis' runs with everything else equal, e.g. NeMoT's gate
+against PALs, HyperGrid or a modulated activation on the same QA data.
+
+An experiment is a TOML file::
+
+    reproduction = "nemot"
+    name = "race_modulation"
+    output_dir = "runs/nemot/race_modulation"
+    seeds = [0, 1, 2]
+    run_config = "configs/race.toml"        # a thesis run config (nemot.training.run_config)
+    overrides = ["data.dir=\\"data/RACE\\""]   # applied to it, optional
+
+    [variants.thesis]                       # tables of run-config values per variant
+    [variants.pals.model]
+    modulation = [{ kind = "pals", sets = ["vanilla"] }]
+
+Each run trains ``run_config`` with the variant's values and the seed
+(:func:`nemot.training.trainer.train`) and reports the ♠ best validation metric and the
+♣ lowest validation loss.
+"""
+
+import dataclasses
+from pathlib import Path
+
+from nemot import runs
+from nemot.training import run_config as rc
+from nemot.training.trainer import train
+
+TABLES = ("run_config", "overrides")
+# The thesis' numbers the shipped experiments compare with (Table 3.4, best validation).
+PAPER = {"race_modulation/thesis": {"val_metric": 0.6002}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    output_dir: str
+    seeds: tuple
+    run_config: str
+    overrides: tuple
+    variants: dict
+    source: str
+
+
+def load(path, overrides=()):
+    """The experiment at ``path``; ``overrides`` as ``nemot runs --set``."""
+    raw = runs.apply_overrides(runs.read_config(path), overrides, (), source=str(path))
+    keys = runs.protocol_keys(raw, TABLES, source=str(path))
+    if not isinstance(raw.get("run_config"), str):
+        raise ValueError(f"{path}: run_config: expected the path of a thesis run config")
+    base = Path(raw["run_config"])
+    if not base.is_absolute() and not base.exists():
+        base = Path(path).parent / base
+    experiment = Experiment(run_config=str(base), overrides=tuple(raw.get("overrides", ())),
+                            source=str(path), **keys)
+    for variant in experiment.variants:
+        run_config(experiment, variant, experiment.seeds[0])  # every variant is a valid run
+    return experiment
+
+
+def variants(experiment):
+    return list(experiment.variants)
+
+
+def run_config(experiment, variant, seed):
+    """The :class:`nemot.training.run_config.RunConfig` of one run."""
+    data = rc.apply_overrides(rc.read_toml(experiment.run_config), experiment.overrides)
+    for table, values in experiment.variants[variant].items():
+        if not isinstance(values, dict):
+            raise ValueError(f"{experiment.source}: variants.{variant}.{table}: expected a "
+                             "table of run-config values (e.g. [variants.x.model])")
+        data.setdefault(table, {}).update(values)
+    data.update(name=f"{experiment.name}-{variant}-seed{seed}", seed=seed)
+    return rc.run_config_from_dict(data, source=f"{experiment.source} [variants.{variant}]")
+
+
+def run_one(experiment, variant, seed, run_dir):
+    result = train(run_config(experiment, variant, seed), out_dir=str(run_dir))
+    return {key: result.best[key] for key in ("val_metric", "val_loss")
+            if result.best.get(key) is not None}

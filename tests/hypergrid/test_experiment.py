@@ -1,0 +1,148 @@
+"""Experiment files, one run through the shared trainer on the synthetic benchmark, the
+report beside the paper, and the command line."""
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nemot.hypergrid import cli, experiment, synthetic
+from nemot.hypergrid.report import report
+
+CONFIGS = sorted(Path(__file__).parents[2].joinpath("configs", "hypergrid").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_every_config_parses_and_its_variants_are_rows_of_the_paper(path):
+    exp = experiment.load(path)
+    assert experiment.variants(exp)
+    for name in experiment.variants(exp):
+        settings = exp.settings(name)
+        assert settings["train"]["steps"] % settings["train"]["steps_per_epoch"] == 0
+        if exp.name != "tiny":
+            assert experiment.paper_row(exp, name), (path.name, name)
+
+
+def test_table_settings_follow_the_paper():
+    t4 = experiment.load(CONFIGS[[p.stem for p in CONFIGS].index("table4")])
+    assert t4.train["learning_rate"] == 1e-3 and t4.train["batch_size"] == 128
+    assert t4.train["steps"] == 100_000 and t4.train["freeze"] == ["backbone.token_embedding"]
+    assert t4.settings("baseline")["hypergrid"] is None
+    assert t4.settings("OG16")["hypergrid"] == {"mode": "OG", "gates": 16, "conditioning": "mhsa",
+                                                "heads": 12}  # no grid defaults
+    t3 = experiment.load(CONFIGS[[p.stem for p in CONFIGS].index("table3")])
+    large = t3.settings("large_hgt")
+    assert large["train"]["steps"] == 200_000 and large["train"]["select"] == "best_glue"
+    assert large["backbone"] == "t5_large_multi" and large["hypergrid"]["mode"] == "LG"
+
+
+BASE = {"reproduction": "hypergrid", "name": "t", "output_dir": "out", "seeds": [0],
+        "model": {"backbone": "t5_base"}, "train": {"steps": 10, "steps_per_epoch": 5},
+        "variants": {"LG": {"mode": "LG"}}}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"trian": {}}, r"t.toml, key 'trian': expected one of"),
+    ({"train": {"steps": 10, "steps_per_epoch": 3}}, r"key 'train.steps': expected a multiple "
+                                                     r"of steps_per_epoch \(3\), got 10"),
+    ({"variants": {"LG": {"mode": "LG", "grids": [1, 2]}}}, r"key 'LG.grids': expected one of"),
+    ({"data": {"tasks": ["glue/WNLI"]}}, r"key 'data.tasks': expected task keys"),
+    ({"train": {"steps": 10, "steps_per_epoch": 5, "select": "best"}},
+     r"key 'train.select': expected one of \['last', 'best_glue'\]"),
+])
+def test_bad_experiment_files_name_the_key(change, message):
+    with pytest.raises(ValueError, match=message):
+        experiment.from_dict({**BASE, **change}, source="t.toml")
+
+
+def test_overrides_and_variant_settings():
+    exp = experiment.from_dict(BASE, overrides=["train.steps=20", "hypergrid.grid=[4, 8]",
+                                                "model.backbone=t5_small"])
+    assert exp.train["steps"] == 20
+    assert exp.settings("LG") == {"backbone": "t5_small", "tokenizer": "t5_small",
+                                  "train": exp.train,
+                                  "hypergrid": {"grid": [4, 8], "mode": "LG"}}
+    bad = {**BASE, "variants": {"b": {"hypergrid": False, "mode": "LG"}}}
+    with pytest.raises(ValueError, match=r"variant 'b' has hypergrid = false but HyperGrid "
+                                         r"options \['mode'\]"):
+        experiment.from_dict(bad).settings("b")
+
+
+def test_run_one_trains_through_the_shared_trainer_and_scores_the_dev_sets(tmp_path):
+    data = synthetic.write_benchmark(tmp_path / "data", train_size=32, dev_size=8)
+    config = Path(__file__).parents[2] / "configs" / "hypergrid" / "tiny.toml"
+    exp = experiment.load(config, [
+        f"data.glue_dir='{data / 'glue'}'", f"data.superglue_dir='{data / 'superglue'}'",
+        f"model.tokenizer='{data}'", f"output_dir='{tmp_path / 'runs'}'",
+        "data.tasks=['glue/RTE', 'superglue/CB']", "data.max_input_length=40",
+        "train.steps=2", "train.steps_per_epoch=2", "train.run_eagerly=true"])
+    run_dir = tmp_path / "runs" / "LG" / "seed0"
+    scores = experiment.run_one(exp, "LG", 0, run_dir)
+    assert set(scores) == {"avg", "glue", "superglue", "glue/RTE", "superglue/CB", "epoch"}
+    assert scores["epoch"] == 1 and 0 <= scores["superglue/CB"] <= 100
+    assert scores["avg"] == pytest.approx((scores["glue"] + scores["superglue"]) / 2)
+    assert json.loads((run_dir / "metrics.json").read_text()) == scores
+    assert (run_dir / "model_last.keras").is_file()
+    rows = (run_dir / "results.csv").read_text().splitlines()
+    assert len(rows) == 2 and "val_superglue/CB" in rows[0]
+    assert 'variant = "LG"' in (run_dir / "config.toml").read_text()
+
+
+def test_report_prints_ours_beside_the_paper(tmp_path):
+    exp = experiment.from_dict({**BASE, "output_dir": str(tmp_path), "table": "table4",
+                                "variants": {"baseline": {"hypergrid": False},
+                                             "LG": {"mode": "LG"}}})
+    for seed, avg in ((0, 50.0), (1, 52.0)):
+        run = tmp_path / "LG" / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text(json.dumps({"glue": 60.0, "superglue": 40.0, "avg": avg}))
+    text = report(exp)
+    lg_avg = next(line for line in text.splitlines() if line.startswith("LG") and " avg " in line)
+    assert f"51.00 ± {np.std([50.0, 52.0], ddof=1):.2f} (n=2)" in lg_avg and "80.10" in lg_avg
+    baseline = next(line for line in text.splitlines() if line.startswith("baseline")
+                    and " avg " in line)
+    assert "79.40 ± 0.091" in baseline and " - " in baseline  # no runs yet
+    assert "compare them only with the paper's averages" in text
+    assert "QNLI 81.2 / RTE 84.2 look garbled" in text
+
+
+def test_command_line(tmp_path, capsys):
+    parser = argparse.ArgumentParser(prog="nemot")
+    cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    config = tmp_path / "exp.toml"
+    config.write_text('reproduction = "hypergrid"\nname = "t"\noutput_dir = "%s"\ntable = "table4"\n'
+                      '[model]\nbackbone = { vocabulary_size = 32, num_layers = 1, num_heads = 2, '
+                      'hidden_dim = 8, intermediate_dim = 16 }\n[hypergrid]\ngrid = [4, 4]\n'
+                      'heads = 2\n[variants.baseline]\nhypergrid = false\n[variants.LG]\n'
+                      'mode = "LG"\n' % tmp_path)
+    args = parser.parse_args(["hypergrid", "params", "--config", str(config)])
+    assert args.func(args) == 0
+    counts = json.loads(capsys.readouterr().out)
+    d, tasks = 8, 16
+    assert counts["baseline"]["hypergrid"] == 0
+    assert counts["LG"]["hypergrid"] == 2 * (d * 4 + 4 + tasks * d + 4 * d * d + 4 * d)
+    args = parser.parse_args(["hypergrid", "report", "--config", str(config), "--set",
+                              "table=table4"])
+    assert args.func(args) == 0 and "80.10" in capsys.readouterr().out
+
+
+def test_data_sources_are_checked_and_reach_the_readers(tmp_path, monkeypatch):
+    from nemot.hypergrid import data, experiment as hg
+
+    config = next(Path(__file__).resolve().parents[2].glob("configs/hypergrid/tiny.toml"))
+    with pytest.raises(ValueError, match="data.glue_source"):
+        hg.load(config, ['data.glue_source="bucket"'])
+    seen = []
+    monkeypatch.setattr(data.glue, "read_task",
+                        lambda task, d, split, source: seen.append((task, source)) or [])
+    monkeypatch.setattr(data.superglue, "load_task",
+                        lambda task, split, d, source: seen.append((task, source)) or None)
+    monkeypatch.setattr(data.text_to_text, "superglue_examples", lambda data: [])
+    tokenizer = type("Tokenizer", (), {"token_to_id": lambda self, token: 1})()
+    data.load_task("glue/RTE", tokenizer, glue_dir=None, glue_source="hub", dev=False,
+                   max_input_length=8)
+    data.load_task("superglue/CB", tokenizer, superglue_dir=str(tmp_path), superglue_source="tfds",
+                   dev=False, max_input_length=8)
+    assert seen == [("RTE", "hub"), ("CB", "tfds")]

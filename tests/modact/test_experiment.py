@@ -1,0 +1,106 @@
+"""The reproduction's experiments: every config loads, errors name the file and key, the
+schedules are the paper's, splits are seeded, and one run trains end to end."""
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nemot.modact import data, experiment
+from tests.modact import fixtures
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "modact"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_config_loads_with_paper_numbers_for_its_variants(path):
+    exp = experiment.load(path)
+    assert exp.output_dir == f"runs/modact/{exp.name}" and exp.seeds
+    names = experiment.variants(exp)
+    assert any(f"{exp.name}/{v}" in experiment.PAPER for v in names)
+
+
+def test_configs_hold_the_papers_settings():
+    cnn = experiment.load(CONFIGS / "cifar10_cnn.toml")
+    assert (cnn.train.batch_size, cnn.train.epochs, cnn.train.lr_drops) == (128, 150, (0.5, 0.8))
+    assert (cnn.data.validation_fraction, cnn.data.augment) == (0.2, True)
+    names = experiment.load(CONFIGS / "names_lstm.toml")
+    assert len(names.seeds) == 30 and names.train.optimizer == "sgd" and names.train.decay == 1e-4
+    assert names.variants["C1"]["hidden"] == 40 and names.model["dropout"] == 0.2
+    sst2 = experiment.load(CONFIGS / "sst2_lstm.toml")
+    assert len(sst2.seeds) == 100 and sst2.train.batch_size == 5
+    assert sst2.variants["modulated"]["tau"] == "tanhshrink"
+
+
+def test_bad_configs_name_the_file_and_key(tmp_path):
+    text = (CONFIGS / "names_lstm.toml").read_text()
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace("hidden = 32", "hiden = 32"))
+    with pytest.raises(ValueError, match="bad.toml: variants.modulated: unknown key\\(s\\) "
+                                         "\\['hiden'\\]"):
+        experiment.load(path)
+    path.write_text(text.replace('optimizer = "sgd"', 'optimizer = "rmsprop"'))
+    with pytest.raises(ValueError, match="bad.toml: \\[train\\]: optimizer='rmsprop'"):
+        experiment.load(path)
+    with pytest.raises(ValueError, match="override 'loss.x=1': expected a top-level key or "
+                                         "one of model.\\*, data.\\*, train.\\*"):
+        experiment.load(CONFIGS / "names_lstm.toml", ["loss.x=1"])
+    path.write_text(text.replace('reproduction = "modact"', 'reproduction = "pals"'))
+    with pytest.raises(ValueError, match="reproduction = 'pals': expected 'modact'"):
+        experiment.load(path)
+
+
+def test_learning_rate_schedules():
+    cifar = experiment.TrainConfig(learning_rate=1e-3, lr_drops=(0.5, 0.8)).schedule(1000)
+    assert [float(cifar(s)) for s in (0, 499, 501, 799, 801, 999)] == pytest.approx(
+        [1e-3, 1e-3, 1e-4, 1e-4, 1e-5, 1e-5])
+    names = experiment.TrainConfig(optimizer="sgd", learning_rate=0.01, decay=1e-4).schedule(1)
+    assert float(names(5000)) == pytest.approx(0.01 / (1 + 1e-4 * 5000))
+
+
+def test_held_out_splits_are_seeded_and_disjoint(tmp_path):
+    fixtures.names(tmp_path / "names")
+    config = data.DataConfig("names", dir=str(tmp_path / "names"), test_fraction=0.34)
+    first, second = data.load_splits(config), data._names(config)
+    assert len(first.test[1]) == 3 and len(first.train[1]) == 3
+    np.testing.assert_array_equal(first.test[0], second.test[0])
+    rows = {tuple(r) for r in first.train[0]} | {tuple(r) for r in first.test[0]}
+    assert len(rows) == 6 and first.vocab_size == 58 and first.num_classes == 3
+    # "Novak" -> ids of N, o, v, a, k in the tutorial's alphabet (1-based), then padding
+    width = first.train[0].shape[1]
+    assert width == len("Slusarski")
+    novak = (40, 15, 22, 1, 11) + (0,) * (width - 5)
+    assert novak in rows
+
+
+def test_sst2_words_get_training_vocabulary_ids(tmp_path):
+    fixtures.sst2(tmp_path)
+    splits = data.load_splits(data.DataConfig("sst2", dir=str(tmp_path)))
+    vocabulary = data.word_vocabulary([s for s, _ in fixtures.SST2_TRAIN])
+    assert vocabulary["the"] == 2 and vocabulary["greatest"] == 3  # most frequent first
+    dev_first = [vocabulary.get(w, 1) for w in fixtures.SST2_DEV[1][0].split()]
+    assert list(splits.test[0][1][:len(dev_first)]) == dev_first == [1, 1, 1, 1]
+    assert splits.vocab_size == len(vocabulary) + 2
+
+
+def test_a_names_run_trains_through_the_shared_loop(tmp_path):
+    config = CONFIGS / "names_lstm.toml"
+    exp = experiment.load(config, ["data.synthetic=96", "train.epochs=3", "model.hidden=8",
+                                   "model.embedding_dim=8", "train.learning_rate=0.5",
+                                   f"output_dir={tmp_path}"])
+    metrics = experiment.run_one(exp, "modulated", 0, tmp_path / "run")
+    assert set(metrics) == {"test_accuracy", "train_accuracy"}
+    assert all(0 <= v <= 1 for v in metrics.values())
+    assert (tmp_path / "run" / "model_last.keras").exists()
+    with open(tmp_path / "run" / "results.csv") as f:
+        losses = [float(row["loss"]) for row in csv.DictReader(f)]
+    assert len(losses) == 3 and losses[2] < losses[0]
+
+
+def test_a_cifar_run_with_augmentation_and_validation(tmp_path):
+    exp = experiment.load(CONFIGS / "cifar10_cnn.toml", [
+        "data.synthetic=40", "train.epochs=1", "train.batch_size=16", f"output_dir={tmp_path}"])
+    metrics = experiment.run_one(exp, "modulated", 1, tmp_path / "run")
+    assert set(metrics) == {"test_accuracy", "train_accuracy", "validation_accuracy"}

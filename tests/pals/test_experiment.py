@@ -1,0 +1,166 @@
+"""PALs experiments: the configs of Tables 1-4 against the paper's rows, config errors,
+the scores, and one tiny run through the shared trainer (pretrain mode keeps BERT fixed)."""
+
+import json
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from nemot.modulation.pals import pal_parameters
+from nemot.pals import cli, experiment
+from nemot.pals.metrics import summary, task_metric
+from tests.pals.helpers import all_texts, write_hf_bert, write_minbert_dir, write_vocab
+
+CONFIGS = sorted(Path(__file__).parents[2].joinpath("configs", "pals").glob("table*.toml"))
+
+
+def test_the_configs_hold_every_row_of_tables_1_to_4():
+    assert [c.name for c in CONFIGS] == [f"table{i}.toml" for i in (1, 2, 3, 4)]
+    names = []
+    for path in CONFIGS:
+        loaded = experiment.load(path)
+        names += experiment.variants(loaded)
+        for settings in loaded.variants.values():
+            assert settings.head_dropout == 0.3
+            if loaded.name == "table1":
+                assert settings.batch_size == 8 and len(settings.tasks) == 1
+                assert settings.learning_rate == (1e-3 if settings.mode == "pretrain" else 1e-5)
+            else:
+                assert (settings.batch_size, settings.learning_rate, settings.epochs,
+                        settings.sampling, settings.mode) == (16, 1e-5, 10, "annealed", "finetune")
+    assert sorted(names) == sorted(experiment.PAPER)
+    table4 = experiment.load(CONFIGS[3])
+    assert table4.variants["half_sst_sts"].tasks == ("sst", "sts")
+    assert table4.variants["half_sst_sts"].pal_options() == {"hidden_size": 276,
+                                                            "layers": "top_half"}
+    assert experiment.load(CONFIGS[2]).variants["zero_test"].eval_split == "test"
+    # The synthetic demo keeps the paper's equal PAL budgets at width 64 in 2 layers.
+    demo = experiment.load(CONFIGS[0].parent / "synthetic.toml").variants
+    half, full = (demo[v].pal_options() for v in ("half_tiny", "full_tiny"))
+    budgets = [pal_parameters(64, p["hidden_size"], 1 if p["layers"] == "top_half" else 2)
+               for p in (half, full)]
+    assert abs(budgets[0] - budgets[1]) < 0.01 * budgets[1]
+
+
+def test_the_papers_averages_follow_its_two_rules():
+    # Tables 2/3 normalise r to (r + 1) / 2; Table 4 averages the raw r.
+    for row in ("zero", "half", "full", "zero_test"):
+        paper = experiment.PAPER[row]
+        values = {"sst": paper["sst_acc"], "quora": paper["quora_acc"], "sts": paper["sts_r"]}
+        assert summary(values)["score"] == pytest.approx(paper["score"], abs=6e-4)
+    for row, paper in experiment.PAPER.items():
+        if "average_raw_r" in paper:
+            values = [v for k, v in paper.items() if k != "average_raw_r"]
+            assert np.mean(values) == pytest.approx(paper["average_raw_r"], abs=6e-4), row
+
+
+def test_parameter_table():
+    params = cli.parameter_table()
+    assert "| half | 276 | 6 | 1,801,116 | 5,403,348 |" in params
+    assert "| full | 204 | 12 | 1,819,836 | 5,459,508 |" in params
+
+
+def test_task_metrics():
+    assert task_metric("sst", [1, 2, 3, 4], [1, 2, 0, 4]) == 0.75
+    labels = np.array([0.0, 1.5, 2.0, 4.5, 5.0])
+    assert task_metric("sts", 2 * labels + 1, labels) == pytest.approx(1.0)
+    assert task_metric("sts", -labels, labels) == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="needs labelled examples"):
+        task_metric("quora", [1.0], [np.nan])
+
+
+def test_config_errors_name_the_file_and_key(tmp_path):
+    path = tmp_path / "bad.toml"
+    base = 'reproduction = "pals"\nname = "x"\noutput_dir = "o"\n'
+    for body, message in [
+        ('[train]\nlr = 1', r"bad.toml: \[train\] 'lr': expected one of"),
+        ('[variants.a]\npals = "double"', r"\[variants.a\]: pals = 'double': expected one of"),
+        ('[data]\ntasks = ["sst", "mnli"]', "task 'mnli': expected one of"),
+        ('[train]\nsampling = "temperature"', "sampling = 'temperature'"),
+        ('[variants.a]\nheads = 2', r"\[variants.a\]: unknown keys \['heads'\]"),
+        ('[modell]\nx = 1', r"unknown key\(s\) \['modell'\]"),
+    ]:
+        path.write_text(base + body + ("" if "[variants.a]" in body else "\n[variants.a]\n"))
+        with pytest.raises(ValueError, match=message):
+            experiment.load(path)
+    path.write_text(base + "[variants.a]\n[variants.b]\nepochs = 3\n")
+    loaded = experiment.load(path, ["train.epochs=2", 'model.pals="full"'])
+    assert loaded.variants["a"].epochs == 2 and loaded.variants["b"].epochs == 3
+    assert loaded.variants["a"].pals == loaded.variants["b"].pals == "full"
+
+
+@pytest.fixture(scope="module")
+def tiny_setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pals_run")
+    write_minbert_dir(root / "data")
+    write_hf_bert(root / "bert", vocab=160)
+    vocab = write_vocab(root / "vocab.txt", all_texts())
+    assert len(vocab.read_text().split()) <= 160
+    config = root / "tiny.toml"
+    config.write_text(f'''reproduction = "pals"
+name = "tiny"
+output_dir = "{root / 'runs'}"
+seeds = [0]
+[model]
+backbone = "{root / 'bert'}"
+tokenizer = "{vocab}"
+sequence_length = 24
+[train]
+batch_size = 2
+epochs = 2
+steps_per_epoch = 3
+learning_rate = 1e-3
+verbose = 0
+[data]
+dir = "{root / 'data'}"
+tasks = ["sst", "quora", "sts"]
+[variants.full]
+pals = {{hidden_size = 4, num_heads = 2}}
+[variants.frozen]
+tasks = ["sst"]
+mode = "pretrain"
+''')
+    return root, experiment.load(config), config
+
+
+def test_a_tiny_run_trains_through_the_shared_trainer_and_resumes(tiny_setup):
+    root, loaded, _ = tiny_setup
+    run_dir = root / "runs" / "full" / "seed0"
+    metrics = experiment.run_one(loaded, "full", 0, run_dir)
+    assert set(metrics) == {"sst_acc", "quora_acc", "sts_r", "score", "average_raw_r"}
+    assert metrics["score"] == pytest.approx(np.mean(
+        [metrics["sst_acc"], metrics["quora_acc"], (metrics["sts_r"] + 1) / 2]))
+    for name in ("results.csv", "best.json", "model_last.keras", "config.toml"):
+        assert (run_dir / name).exists(), name
+    model = keras.models.load_model(run_dir / "model_last.keras")
+    assert model.pals == {"hidden_size": 4, "num_heads": 2}
+    # A finished run resumes at its end: nothing more is trained, the result is the same.
+    # Through the command line (the multi-seed runner): metrics.json and the report with
+    # the paper's number beside ours.
+    _, _, config = tiny_setup
+    assert cli.main(["run", "--config", str(config), "--variants", "full"]) == 0
+    assert json.loads((run_dir / "metrics.json").read_text()) == pytest.approx(metrics)
+    report = (root / "runs" / "report.md").read_text()
+    assert f"| full | 1 | {metrics['score']:.4f} ± –" in report and "| 0.6570 |" in report
+
+
+def test_pretrain_mode_keeps_bert_fixed(tiny_setup):
+    root, loaded, _ = tiny_setup
+    run_dir = root / "runs" / "frozen" / "seed0"
+    experiment.run_one(loaded, "frozen", 0, run_dir)
+    trained = keras.models.load_model(run_dir / "model_last.keras", compile=False)
+    start = experiment.build_pal_bert(str(root / "bert"), tasks=("sst",))
+    for ours, theirs in zip(trained.weights, start.weights):
+        same = np.array_equal(np.asarray(ours), np.asarray(theirs))
+        assert same != ("head_sst" in ours.path), ours.path
+
+
+def test_a_test_split_without_labels_is_refused_before_training(tiny_setup, tmp_path):
+    _, loaded, _ = tiny_setup
+    settings = loaded.variants["frozen"]
+    bad = experiment.Experiment("x", str(tmp_path), (0,), {
+        "v": experiment.dataclasses.replace(settings, eval_split="test")})
+    with pytest.raises(ValueError, match="ids-sst-test-student.csv: line 1: field 'sentiment'"):
+        experiment.run_one(bad, "v", 0, tmp_path / "run")

@@ -1,0 +1,160 @@
+"""The multi-seed runner (nemot.runs): its statistics against scipy and hand formulas,
+and `nemot runs` end to end over two seeds, in this process and in separate processes.
+
+This module is also the experiment module of the tiny reproduction the end-to-end tests
+run (``reproduction = "tests.test_runs"``): its runs return made-up metrics at once."""
+
+import json
+import math
+import statistics
+import tomllib
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from nemot import runs, runs_cli
+
+A = [0.7790, 0.7712, 0.7845, 0.7801, 0.7766, 0.7838, 0.7759]
+B = [0.7749, 0.7601, 0.7812, 0.7688, 0.7702, 0.7655]
+
+# ------------------------------------------------------ the tiny reproduction
+
+PAPER = {"tiny/modulated": {"accuracy": 0.779}, "plain": {"accuracy": 0.775}}
+PAPER_NOTES = {"tiny": "made-up numbers"}
+BASE = {"modulated": 0.80, "plain": 0.70}
+
+
+def load(path, overrides=()):
+    raw = tomllib.loads(Path(path).read_text())
+    for text in overrides:
+        key, value = text.split("=", 1)
+        raw[key] = value
+    return types.SimpleNamespace(name=raw["name"], output_dir=raw["output_dir"],
+                                 seeds=tuple(raw["seeds"]), variants=raw["variants"])
+
+
+def variants(experiment):
+    return list(experiment.variants)
+
+
+def run_one(experiment, variant, seed, run_dir):
+    (Path(run_dir) / "trained.txt").write_text(f"{variant} {seed}")
+    return {"accuracy": BASE[variant] + 0.01 * seed + 0.003 * seed ** 2, "loss": 1.0 + seed}
+
+
+def tiny_config(tmp_path, seeds=(0, 1, 2)):
+    path = tmp_path / "tiny.toml"
+    path.write_text(f'reproduction = "tests.test_runs"\nname = "tiny"\n'
+                    f'output_dir = "{tmp_path / "out"}"\nseeds = {list(seeds)}\n'
+                    '[variants.modulated]\n[variants.plain]\n')
+    return path
+
+
+# ---------------------------------------------------------------- statistics
+
+def test_summary_is_mean_sd_and_the_t_interval():
+    s = runs.summarize(A)
+    assert s.n == len(A)
+    assert s.mean == pytest.approx(np.mean(A), abs=1e-12)
+    assert s.sd == pytest.approx(np.std(A, ddof=1), abs=1e-12)
+    low, high = stats.t.interval(0.95, len(A) - 1, loc=np.mean(A), scale=stats.sem(A))
+    assert (s.ci_low, s.ci_high) == pytest.approx((low, high), abs=1e-12)
+    one = runs.summarize([0.5])
+    assert one.mean == 0.5 and math.isnan(one.sd) and math.isnan(one.ci_low)
+
+
+def test_welch_matches_the_welch_satterthwaite_formulas_and_scipy():
+    va, vb = np.var(A, ddof=1) / len(A), np.var(B, ddof=1) / len(B)
+    t = (np.mean(A) - np.mean(B)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(A) - 1) + vb ** 2 / (len(B) - 1))
+    p = 2 * stats.t.sf(abs(t), df)
+    assert runs.welch(A, B) == pytest.approx((t, df, p), rel=1e-10)
+    assert runs.welch(A, B)[2] == pytest.approx(
+        stats.ttest_ind(A, B, equal_var=False).pvalue, rel=1e-12)
+    assert all(math.isnan(v) for v in runs.welch(A, [0.7]))
+
+
+def test_hedges_g_by_hand():
+    # means 2.5 and 3.5, both variances 5/3: d = -1 / sqrt(5/3), J = 1 - 3 / 23
+    assert runs.hedges_g([1, 2, 3, 4], [2, 3, 4, 5]) == pytest.approx(
+        -1 / math.sqrt(5 / 3) * (1 - 3 / 23), rel=1e-12)
+    assert math.isnan(runs.hedges_g([1, 1], [1, 1]))
+
+
+# ------------------------------------------------------------- end to end
+
+def read_metrics(out):
+    return {(p.parent.parent.name, p.parent.name): json.loads(p.read_text())
+            for p in sorted(out.glob("*/seed*/metrics.json"))}
+
+
+def test_runs_over_two_seeds_then_reports_beside_the_paper(tmp_path, capsys):
+    config = tiny_config(tmp_path)
+    assert runs_cli.main(["--config", str(config), "--seeds", "2"]) == 0
+    out = tmp_path / "out"
+    metrics = read_metrics(out)
+    assert sorted(metrics) == [("modulated", "seed0"), ("modulated", "seed1"),
+                               ("plain", "seed0"), ("plain", "seed1")]
+    assert metrics[("plain", "seed1")] == {"accuracy": pytest.approx(0.713), "loss": 2.0}
+    assert (out / "plain" / "seed1" / "trained.txt").read_text() == "plain 1"
+    printed = capsys.readouterr().out
+
+    modulated, plain = [0.80, 0.813], [0.70, 0.713]
+    s = runs.summarize(modulated)
+    assert f"| modulated | 2 | {s.mean:.4f} ± {s.sd:.4f} | [{s.ci_low:.4f}, {s.ci_high:.4f}] " \
+           "| 0.7790 |" in printed
+    assert "| plain | 2 | 0.7065 ± 0.0092 |" in printed and "| 0.7750 |" in printed
+    p = stats.ttest_ind(modulated, plain, equal_var=False).pvalue
+    assert "| modulated vs plain | 0.1000 |" in printed and f"| {p:.4f} |" in printed
+    assert "Paper: made-up numbers" in printed
+
+    # report DIR reads the same files; a second run finds nothing to do
+    assert runs_cli.main(["report", str(out)]) == 0
+    assert printed.endswith(capsys.readouterr().out)
+    data = json.loads((out / "report.json").read_text())
+    assert data["tests"]["accuracy"]["modulated vs plain"]["p"] == pytest.approx(p)
+    log = []
+    runs.run_config(config, seeds=[0, 1], log=log.append)
+    assert log[0].startswith("tiny: 0 run(s) to do of 4")
+
+
+def test_separate_processes_write_the_same_runs(tmp_path):
+    config = tiny_config(tmp_path, seeds=[3, 4])
+    runs.run_config(config, jobs=2, variants=["plain"], log=lambda line: None)
+    metrics = read_metrics(tmp_path / "out")
+    assert sorted(metrics) == [("plain", "seed3"), ("plain", "seed4")]
+    assert metrics[("plain", "seed4")]["accuracy"] == pytest.approx(0.70 + 0.04 + 0.048)
+    manifest = json.loads((tmp_path / "out" / "runs.json").read_text())
+    assert manifest["seeds"] == [3, 4] and manifest["variants"] == ["modulated", "plain"]
+
+
+def test_bad_configs_and_directories_are_named(tmp_path):
+    config = tiny_config(tmp_path)
+    with pytest.raises(ValueError, match="variants \\['other'\\]: expected some of"):
+        runs.run_config(config, variants=["other"])
+    no_key = tmp_path / "no_key.toml"
+    no_key.write_text('name = "x"\n')
+    with pytest.raises(ValueError, match="no_key.toml: reproduction: expected a top-level key"):
+        runs.load(no_key)
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('reproduction = "nope"\n')
+    with pytest.raises(ValueError, match="reproduction 'nope': expected one of \\[.*'modact'"):
+        runs.load(unknown)
+    with pytest.raises(ValueError, match="cfg: unknown key\\(s\\) \\['trian'\\]; expected some of"):
+        runs.protocol_keys({"name": "x", "output_dir": "o", "trian": {}}, ("train",), "cfg")
+    with pytest.raises(ValueError, match="cfg: seeds: expected a list of integers, got 3"):
+        runs.protocol_keys({"name": "x", "output_dir": "o", "seeds": 3}, (), "cfg")
+    with pytest.raises(ValueError, match="cfg: override 'loss.x=1': expected a top-level key"):
+        runs.apply_overrides({}, ["loss.x=1"], ("train",), "cfg")
+    assert runs.apply_overrides({"train": {"a": 1}}, ["train.b=[1, 2]", "seeds=[4]"],
+                                ("train",)) == {"train": {"a": 1, "b": [1, 2]}, "seeds": [4]}
+    with pytest.raises(FileNotFoundError, match="no runs.json"):
+        runs.report(tmp_path)
+    out = tmp_path / "out"
+    runs.run_config(config, seeds=[0], variants=["plain"], log=lambda line: None)
+    (out / "plain" / "seed0" / "metrics.json").write_text("{not json")
+    with pytest.raises(ValueError, match="seed0/metrics.json: not valid JSON"):
+        runs.report(out)
