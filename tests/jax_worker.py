@@ -3,7 +3,9 @@ import): ``KERAS_BACKEND=jax python -m tests.jax_worker OUT.json``.
 
 Runs, at tiny sizes, what tests/test_jax_backend.py checks: NeMoT and the GPT-2
 baseline train a ``fit`` step (dropout on, a batch mixing tasks) and decode with their
-caches exactly as by recomputation; NGT trains a step; fused attention, the lean loss
+caches exactly as by recomputation, NeMoT also hosting each modulation kind (PALs,
+modulated FFN, HyperGrid); NGT, PALBert, HyperGridT5 and the modulated-activation CNN and
+LSTM train a step; fused attention, the lean loss
 and the dropout masks (both JAX generators) match their TensorFlow-tested properties;
 the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
 (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set by the caller).
@@ -106,6 +108,81 @@ def ngt_fit():
     return history.history["loss"][-1]
 
 
+# NeMoT hosting each modulation kind (dropout on, mixed tasks, cached decoding).
+NEMOT_MODULATIONS = {
+    "pals": [{"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}],
+    "modulated_ffn": [{"kind": "modulated_ffn", "sets": ["output"], "context": "neuromodulatory",
+                       "mod_units": "d_ff", "tau": "2sigmoid", "position": "pre"}],
+    "hypergrid": [{"kind": "hypergrid", "sets": ["vanilla"], "mode": "L2", "grid": [4, 8],
+                   "conditioning": "task"},
+                  {"kind": "hypergrid", "sets": ["output"], "mode": "LG", "grid": [8, 4],
+                   "conditioning": "context", "placement": "ffn1"},
+                  {"kind": "hypergrid_og", "sets": ["output"], "gates": 16,
+                   "conditioning": "context"}],
+}
+
+
+def pals_fit():
+    """PALBert: one ``fit`` step on a batch mixing its three tasks."""
+    import keras
+
+    from nemot.pals.model import PALBert, PALsLoss
+
+    model = PALBert(40, 2, 2, 8, 16, max_sequence_length=8, pals={"hidden_size": 4,
+                                                                   "num_heads": 2})
+    model.compile(keras.optimizers.Adam(1e-3), loss=PALsLoss(model.tasks))
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 40, (6, 8)).astype("int32"),
+         "segment_ids": np.zeros((6, 8), "int32"), "padding_mask": np.ones((6, 8), "int32"),
+         "task_index": np.array([0, 1, 2, 0, 1, 2], "int32")}
+    y = np.stack([x["task_index"], [1, 0, 2.5, 3, 1, 0.5]], 1).astype("float32")
+    return model.fit(x, y, batch_size=6, verbose=0).history["loss"][-1]
+
+
+def hypergrid_fit():
+    """HyperGridT5 (LG grids, task conditioning) with dropout: one ``fit`` step."""
+    import keras
+    import keras_hub
+
+    from nemot.hypergrid.model import HyperGridT5
+
+    backbone = keras_hub.models.T5Backbone(vocabulary_size=64, num_layers=2, num_heads=2,
+                                           hidden_dim=16, intermediate_dim=32, dropout=0.1,
+                                           use_gated_activation=False)
+    model = HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 4], "heads": 2})
+    model.compile(keras.optimizers.Adafactor(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    x = {"encoder_token_ids": rng.integers(2, 64, (4, 7)).astype("int32"),
+         "encoder_padding_mask": np.ones((4, 7), "int32"),
+         "decoder_token_ids": rng.integers(2, 64, (4, 3)).astype("int32"),
+         "decoder_padding_mask": np.ones((4, 3), "int32"),
+         "task_index": np.array([0, 1, 0, 1], "int32")}
+    y = rng.integers(2, 64, (4, 3)).astype("int32")
+    return model.fit(x, y, batch_size=4, verbose=0).history["loss"][-1]
+
+
+def modact_fit():
+    """The modulated activations' CIFAR-10 CNN and modulated LSTM: one ``fit`` step each."""
+    import keras
+
+    from nemot.modact import models
+    from nemot.modact.models import ModelConfig
+
+    rng = np.random.default_rng(0)
+    losses = {}
+    for name, config, x, y in (
+            ("cnn", ModelConfig("cnn", modulated=True),
+             rng.normal(size=(4, 32, 32, 3)).astype("float32"), rng.integers(0, 10, 4)),
+            ("lstm", ModelConfig("lstm", cell="modulated", hidden=8, tau="sigmoid",
+                                 vocab_size=20, num_classes=3),
+             rng.integers(1, 20, (4, 6)).astype("int32"), rng.integers(0, 3, 4))):
+        model = models.build(config)
+        model.compile(keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
+        losses[name] = model.fit(x, y, batch_size=4, verbose=0).history["loss"][-1]
+    return losses
+
+
 def main(out):
     import keras
 
@@ -122,6 +199,12 @@ def main(out):
     report["nemot"] = fit_and_decode(nemot.build_model(cfg), ["lm", "gqa", "lm", "lm"], vocab)
     report["baseline"] = fit_and_decode(nemot.build_baseline(cfg), ["lm"] * 4, vocab)
     report["ngt_loss"] = ngt_fit()
+    for kind, specs in NEMOT_MODULATIONS.items():
+        report[f"nemot_{kind}"] = fit_and_decode(nemot.build_model(cfg.replace(modulation=specs)),
+                                                 ["lm", "gqa", "gqa", "lm"], vocab)
+    report["pals_loss"] = pals_fit()
+    report["hypergrid_loss"] = hypergrid_fit()
+    report["modact_losses"] = modact_fit()
     report["fused_attention_difference"] = fused_attention_difference(nemot, vocab)
     report["loss_relative_difference"] = loss_difference(vocab)
     report["dropout"] = dropout_rates()

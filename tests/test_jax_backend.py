@@ -29,15 +29,20 @@ def report(tmp_path_factory):
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("model", ["nemot", "baseline"])
+@pytest.mark.parametrize("model", ["nemot", "baseline", "nemot_pals", "nemot_modulated_ffn",
+                                   "nemot_hypergrid"])
 def test_fit_step_and_cached_decoding(report, model):
     assert np.isfinite(report[model]["loss"])
     assert report[model]["cached"] == report[model]["recomputed"]
     assert all(len(ids) == 4 for ids in report[model]["cached"])
 
 
-def test_ngt_trains(report):
+def test_ngt_pals_hypergrid_and_modulated_activations_train(report):
     assert np.isfinite(report["ngt_loss"])
+    assert np.isfinite(report["pals_loss"])
+    assert np.isfinite(report["hypergrid_loss"])
+    assert set(report["modact_losses"]) == {"cnn", "lstm"}
+    assert all(np.isfinite(v) for v in report["modact_losses"].values())
 
 
 def test_fused_attention_and_lean_loss_match(report):
