@@ -15,6 +15,9 @@ from tests.models.test_routing import check_block_updates, check_replica_masks
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Two CPU devices for keras.distribution; cheaper XLA passes: tiny graphs compile in
 # seconds instead of a minute on two shared cores (numerics are unchanged).
+# One worker process runs the module, so the JAX subprocess runs once (make test uses
+# pytest-xdist with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("jax_backend")
 XLA_FLAGS = ("--xla_force_host_platform_device_count=2 --xla_backend_optimization_level=0 "
              "--xla_llvm_disable_expensive_passes=true")
 

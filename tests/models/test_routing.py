@@ -59,11 +59,13 @@ def mirrored(tmp_path_factory):
     return run_worker(tmp_path_factory.mktemp("mirrored"))
 
 
+@pytest.mark.xdist_group("routing_mirrored")  # one run of the fixture's subprocess
 def test_unselected_block_keeps_weights_and_slots_on_two_replicas(mirrored):
     check_block_updates(mirrored)
     # A block selected on one replica only is updated alike on both.
     assert mirrored["replica_difference"] == 0.0
 
 
+@pytest.mark.xdist_group("routing_mirrored")
 def test_replicas_draw_independent_dropout_masks(mirrored):
     check_replica_masks(mirrored)
