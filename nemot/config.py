@@ -13,6 +13,8 @@ THESIS_OUTPUT_BLOCKS = (
 )
 # Reading strategies of thesis s.3.4.3 (nemot.layers.reading_strategies).
 STRATEGIES = frozenset(("aoi", "highlighting"))
+# nemot.layers.attention.MultiHeadAttention's two paths.
+ATTENTION_IMPLEMENTATIONS = ("auto", "fused", "unfused")
 # The stacks of NeMoT that host per-layer modulations (nemot.modulation).
 MODULATION_SETS = ("vanilla", "neuromodulatory", "output")
 
@@ -65,6 +67,12 @@ class NeMoTConfig:
         compat_aoi_bias: original code: biases on the AOI projections W1..W4.
         compat_tag_words_alone: original code: POS-tag every word alone instead
             of in context (read by the data pipeline, not by the model).
+        attention_implementation: ``"fused"`` (``keras.ops.dot_product_attention``: cuDNN
+            flash attention on JAX with a GPU; equal to ``"unfused"`` to 1e-5 in float32),
+            ``"unfused"`` (scores in float32, the earlier path) or ``"auto"`` (fused where
+            the device has a fused kernel, :func:`nemot.backend.has_fused_attention`).
+            Attention with probability dropout in training (the vanilla set's 0.1) is
+            always unfused.
         modulation: per-layer modulations (:class:`nemot.modulation.ModulationSpec`,
             or their dicts) hosted by the vanilla, neuromodulatory or output set:
             PALs, HyperGrid, modulated activations (none in the thesis).
@@ -97,6 +105,7 @@ class NeMoTConfig:
     reading_strategy_position: str = "vanilla_output"
     compat_aoi_bias: bool = False
     compat_tag_words_alone: bool = False
+    attention_implementation: str = "auto"
     modulation: tuple = ()
 
     def __post_init__(self):
@@ -127,6 +136,8 @@ class NeMoTConfig:
         object.__setattr__(self, "reading_strategies", strategies)
         _check_choice("reading_strategy_position", self.reading_strategy_position,
                       ("vanilla_output", "embeddings"))
+        _check_choice("attention_implementation", self.attention_implementation,
+                      ATTENTION_IMPLEMENTATIONS)
         modulation = tuple(ModulationSpec.from_dict(m, "modulation") for m in self.modulation)
         for spec in modulation:
             unknown = sorted(set(spec.sets) - set(MODULATION_SETS))

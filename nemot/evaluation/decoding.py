@@ -9,7 +9,7 @@ to turn a model into answers:
   :class:`Generator`, KerasHub's loop: a ``keras_hub.samplers`` sampler (greedy
   by default, the thesis behaviour; ``"top_k"``, ``"top_p"``, ``"random"``,
   ``"beam"``, ... also work) runs ``ops.while_loop`` inside one compiled
-  ``tf.function``. A model without one decodes greedily by recomputing the
+  function (``tf.function`` on TensorFlow, ``jax.jit`` on JAX). A model without one decodes greedily by recomputing the
   whole sequence per token (:func:`generate_by_recomputation`).
 - :func:`predict_labels`: multiple choice in label mode as in the thesis, the
   argmax over the whole vocabulary at the ``<sep>`` position (one generated
@@ -47,11 +47,10 @@ Example:
 
 import dataclasses
 
-import keras
 import numpy as np
 from keras import ops
 
-from nemot import vocab
+from nemot import backend, vocab
 from nemot.data.format import Formatter, truncate
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 
@@ -173,7 +172,8 @@ class Generator:
         sampler: a ``keras_hub.samplers`` sampler or its name; ``None`` = greedy.
         stop_token_ids: generation of an example ends at the first of these
             (default ``</s>``); ``()`` never stops early.
-        jit_compile: XLA-compile the loop (TensorFlow backend); ``None`` = yes.
+        jit_compile: XLA-compile the loop (TensorFlow; JAX always compiles it with
+            ``jax.jit``); ``None`` = yes.
         pad_to_multiple_of: rounding of the prompt width.
 
     Raises:
@@ -235,12 +235,9 @@ class Generator:
 
     def _function(self):
         if self._compiled is None:
-            if keras.config.backend() == "tensorflow":
-                import tensorflow as tf
-
-                self._compiled = tf.function(self.generate_step, jit_compile=self.jit_compile)
-            else:  # other backends run the same loop eagerly
-                self._compiled = self.generate_step
+            self._compiled = backend.compile_function(
+                self.generate_step, list(self.model.variables) + list(self.sampler.variables),
+                jit_compile=self.jit_compile, static_argnums=(4,))
         return self._compiled
 
     def shapes(self, lengths, max_new_tokens):

@@ -6,6 +6,10 @@ Every set takes a bool attention mask built by ``nemot.layers.masks``, the
 thesis) and, for cached decoding, a cache [batch, layers, 2, max_length, heads,
 head_dim] and the index where the new positions go; with a cache, ``call`` returns
 ``(output, cache)``, without one just the output.
+
+Dropout: each set draws one seed per training call from its own ``SeedGenerator``
+and gives every layer and dropout of it a salted copy (:mod:`nemot.dropout`);
+the output set draws before routing, so no branch changes state.
 """
 
 import math
@@ -13,8 +17,8 @@ import math
 import keras
 from keras import ops
 
-from nemot import vocab
 from nemot.config import NeMoTConfig
+from nemot import dropout as drop
 from nemot.layers.masks import attention_mask as build_attention_mask
 from nemot.layers.transformer import TransformerLayer
 from nemot.modulation.stack import stack_modulations
@@ -28,6 +32,10 @@ SET_CONDITIONING = {
 }
 
 
+# NeMoTConfig.attention_implementation -> MultiHeadAttention's ``fused``.
+ATTENTION_PATHS = {"auto": None, "fused": True, "unfused": False}
+
+
 def _as_config(config):
     return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
 
@@ -38,6 +46,11 @@ class _ConfiguredLayer(keras.layers.Layer):
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         self.config = _as_config(config)
+        self.seed_generator = drop.seed_generator(self._has_dropout())
+
+    def _has_dropout(self):
+        """Whether the set draws dropout seeds (its own generator, see the module doc)."""
+        return bool(self.config.dropout or self.config.attention_dropout)
 
     def _regularizer(self):
         return keras.regularizers.L2(self.config.kernel_l2) if self.config.kernel_l2 else None
@@ -59,7 +72,9 @@ class _ConfiguredLayer(keras.layers.Layer):
                 layer_norm_epsilon=cfg.layer_norm_epsilon, normalize_first=normalize_first,
                 activation=activation, values_use_key_weights=values_use_key_weights,
                 kernel_regularizer=self._regularizer(), modulations=modulations,
-                dense_replacements=replacements, name=f"transformer_layer_{i}",
+                dense_replacements=replacements,
+                fused_attention=ATTENTION_PATHS[cfg.attention_implementation],
+                name=f"transformer_layer_{i}",
                 dtype=self.dtype_policy,
             )
             layer.build((None, None, cfg.d_model))
@@ -68,13 +83,15 @@ class _ConfiguredLayer(keras.layers.Layer):
 
     @staticmethod
     def _run_stack(layers, x, attention_mask, cache, cache_update_index, training,
-                   conditioning=None):
+                   conditioning=None, dropout_seed=None):
+        """The layers in order; layer i's dropout seed is ``dropout_seed`` salted with i."""
         new_caches = []
         for i, layer in enumerate(layers):
             layer_cache = None if cache is None else cache[:, i]
             x, layer_cache = layer(x, attention_mask, cache=layer_cache,
                                    cache_update_index=cache_update_index, training=training,
-                                   conditioning=conditioning)
+                                   conditioning=conditioning,
+                                   dropout_seed=drop.salted(dropout_seed, i))
             new_caches.append(layer_cache)
         return x, (None if cache is None else ops.stack(new_caches, axis=1))
 
@@ -108,6 +125,9 @@ class VanillaSet(_ConfiguredLayer):
         >>> h = vanilla(ops.array([[464, 3290, 50304]]))   # [1, 3, d_model]
     """
 
+    def _has_dropout(self):
+        return bool(self.config.dropout or self.config.vanilla_attention_dropout)
+
     def build(self, input_shape=None):
         cfg = self.config
         self.token_embedding = keras.layers.Embedding(cfg.vocab_size, cfg.d_model,
@@ -119,7 +139,6 @@ class VanillaSet(_ConfiguredLayer):
                 cfg.max_position_embeddings, cfg.d_model, name="position_embedding",
                 dtype=self.dtype_policy)
             self.position_embedding.build(None)
-        self.embeddings_dropout = keras.layers.Dropout(cfg.dropout)
         # GPT-2 itself always had W_V: the original code's missing value
         # projection was in its own NM and output layers only (thesis counts).
         self.transformer_layers = self._stack("vanilla", cfg.num_vanilla_layers, True,
@@ -145,11 +164,14 @@ class VanillaSet(_ConfiguredLayer):
         their dropout, before the first layer), e.g. NeMoT's reading strategies."""
         if attention_mask is None:
             attention_mask = build_attention_mask(text_ids, mode="dec", num_aux=0)
-        x = self.embeddings_dropout(self.embed(text_ids, cache_update_index), training=training)
+        seed = drop.draw_seed(self.seed_generator, training)
+        layers = self.transformer_layers
+        x = drop.dropout(self.embed(text_ids, cache_update_index), self.config.dropout,
+                         drop.salted(seed, len(layers)))
         if embeddings_transform is not None:
             x = embeddings_transform(x)
-        x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
-                                   cache_update_index, training, conditioning)
+        x, cache = self._run_stack(layers, x, attention_mask, cache, cache_update_index,
+                                   training, conditioning, seed)
         x = self.layer_norm(x)
         return x if cache is None else (x, cache)
 
@@ -171,29 +193,41 @@ class NeuromodulatorySet(_ConfiguredLayer):
     def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None,
              conditioning=None):
         x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
-                                   cache_update_index, training, conditioning)
+                                   cache_update_index, training, conditioning,
+                                   drop.draw_seed(self.seed_generator, training))
         return x if cache is None else (x, cache)
 
 
 @keras.saving.register_keras_serializable(package="nemot")
 class OutputBlock(_ConfiguredLayer):
-    """One output block: Z post-LN layers, dropout, final LayerNorm (exact GELU)."""
+    """One output block: Z post-LN layers, dropout, final LayerNorm (exact GELU).
+
+    Its dropout seed comes from the output set (``dropout_seed=``), drawn outside the
+    routing branch; the block owns no generator.
+    """
+
+    def _has_dropout(self):
+        return False
 
     def build(self, input_shape=None):
         cfg = self.config
         activation = "gelu" if cfg.exact_gelu else "gelu_tanh"
         self.transformer_layers = self._stack("output", cfg.num_output_layers, False,
                                               activation, cfg.attention_dropout)
-        self.output_dropout = keras.layers.Dropout(cfg.dropout)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=cfg.layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy)
         self.layer_norm.build((None, None, cfg.d_model))
 
     def call(self, x, attention_mask, cache=None, cache_update_index=0, training=None,
-             conditioning=None):
-        x, cache = self._run_stack(self.transformer_layers, x, attention_mask, cache,
-                                   cache_update_index, training, conditioning)
-        x = self.layer_norm(self.output_dropout(x, training=training))
+             conditioning=None, dropout_seed=None):
+        layers = self.transformer_layers
+        if training and self.config.dropout and dropout_seed is None:
+            raise ValueError(f"{self.name}: an output block trains with the dropout seed of "
+                             "its output set (dropout_seed=)")
+        seed = dropout_seed if training else None
+        x, cache = self._run_stack(layers, x, attention_mask, cache, cache_update_index,
+                                   training, conditioning, seed)
+        x = self.layer_norm(drop.dropout(x, self.config.dropout, drop.salted(seed, len(layers))))
         return x if cache is None else (x, cache)
 
 
@@ -201,11 +235,13 @@ class OutputBlock(_ConfiguredLayer):
 class OutputSet(_ConfiguredLayer):
     """A parallel output blocks, one per task token (thesis s.3.2, eqs. 3.9-3.13).
 
-    Routing is per example by the task token; a block runs (under
-    ``ops.cond``) only when some example of the batch selects it, so blocks a
-    batch does not use cost nothing and receive zero gradient. With
-    ``compat_route_by_first_example`` the first example's block is used for
-    the whole batch, as the original code did.
+    Routing is per example by the task token; a block runs (under ``ops.cond``, on
+    TensorFlow and JAX alike) only when some example of the batch selects it, so blocks
+    a batch does not use cost nothing and receive zero gradient (and, through
+    :mod:`nemot.models.routing`, no optimizer update). The dropout seed is drawn before
+    the branches, which then change no state (JAX traces each branch as a pure
+    function). With ``compat_route_by_first_example`` the first example's block is used
+    for the whole batch, as the original code did.
     """
 
     def build(self, input_shape=None):
@@ -215,20 +251,29 @@ class OutputSet(_ConfiguredLayer):
             block.build(None)
             self.blocks[name] = block
 
-    def call(self, x, task_ids, attention_mask, cache=None, cache_update_index=0,
-             training=None, conditioning=None):
+    def selection(self, task_ids):
+        """bool [batch, blocks]: which block each example runs through."""
         if self.config.compat_route_by_first_example:
             task_ids = ops.broadcast_to(task_ids[:1], ops.shape(task_ids))
+        table = ops.convert_to_tensor(self.config.task_token_ids, "int32")
+        return ops.equal(ops.cast(task_ids, "int32")[:, None], table[None, :])
+
+    def call(self, x, task_ids, attention_mask, cache=None, cache_update_index=0,
+             training=None, conditioning=None):
+        selection = self.selection(task_ids)
+        seed = drop.draw_seed(self.seed_generator, training)
         output = ops.zeros_like(x)
         new_caches = []
         for i, name in enumerate(self.config.output_blocks):
             block = self.blocks[name]
-            selected = ops.equal(task_ids, vocab.task_token_id(name))
+            selected = selection[:, i]
             block_cache = None if cache is None else cache[:, i]
+            block_seed = drop.salted(seed, i)
 
-            def run(block=block, block_cache=block_cache):
+            def run(block=block, block_cache=block_cache, block_seed=block_seed):
                 if block_cache is None:
-                    return block(x, attention_mask, training=training, conditioning=conditioning)
+                    return block(x, attention_mask, training=training,
+                                 conditioning=conditioning, dropout_seed=block_seed)
                 return block(x, attention_mask, cache=block_cache,
                              cache_update_index=cache_update_index, training=training,
                              conditioning=conditioning)

@@ -4,6 +4,7 @@ set, BERT), hosting the per-layer modulations of :mod:`nemot.modulation`."""
 import keras
 from keras import ops
 
+from nemot import dropout as drop
 from nemot.layers.attention import MultiHeadAttention
 from nemot.modulation.base import DENSE_NAMES, call_dense, dense_or_modulated
 
@@ -41,6 +42,12 @@ class TransformerLayer(keras.layers.Layer):
             ones are given as ``{name: factory}`` through ``dense_replacements``.
         dense_replacements: ``{projection name: factory(**dense args)}`` building the
             dense-site modulation that replaces that projection.
+        fused_attention: True/False/None (the device decides): the attention path
+            (:class:`nemot.layers.attention.MultiHeadAttention`).
+
+    Dropout (:mod:`nemot.dropout`) takes its seed from the hosting stack
+    (``dropout_seed=``), which draws it outside any branch; a layer called on its own
+    in training draws from its own generator.
 
     Example:
         >>> layer = TransformerLayer(num_heads=2, d_ff=16)
@@ -50,7 +57,7 @@ class TransformerLayer(keras.layers.Layer):
     def __init__(self, num_heads, d_ff, dropout=0.1, attention_dropout=0.0,
                  layer_norm_epsilon=1e-5, normalize_first=True, activation="gelu_tanh",
                  values_use_key_weights=False, kernel_regularizer=None, modulations=(),
-                 dense_replacements=None, **kwargs):
+                 dense_replacements=None, fused_attention=None, **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r}: expected one of {ACTIVATIONS}")
@@ -62,7 +69,9 @@ class TransformerLayer(keras.layers.Layer):
         self.normalize_first = normalize_first
         self.activation = activation
         self.values_use_key_weights = values_use_key_weights
+        self.fused_attention = fused_attention
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.seed_generator = drop.seed_generator(dropout or attention_dropout)
         self.dense_replacements = dict(dense_replacements or {})
         unknown = sorted(set(self.dense_replacements) - set(DENSE_NAMES))
         if unknown:
@@ -94,7 +103,7 @@ class TransformerLayer(keras.layers.Layer):
             values_use_key_weights=self.values_use_key_weights,
             kernel_regularizer=self.kernel_regularizer, dense_replacements={
                 k: v for k, v in self.dense_replacements.items()
-                if k in ("query", "key", "value")},
+                if k in ("query", "key", "value")}, fused=self.fused_attention,
             name="self_attention", dtype=policy,
         )
         self.self_attention.build(input_shape)
@@ -111,7 +120,6 @@ class TransformerLayer(keras.layers.Layer):
             "feedforward_output_dense", "abc,cd->abd", (None, d_model), "d",
             tuple(input_shape[:-1]) + (self.d_ff,), **common)
         self.feedforward_layer_norm = norm("feedforward_layer_norm")
-        self.dropout_layer = keras.layers.Dropout(self.dropout)
         for modulation in self.parallel:
             modulation.build(input_shape)
         if self.activation_modulation is not None:
@@ -136,11 +144,12 @@ class TransformerLayer(keras.layers.Layer):
         return sum(terms[1:], terms[0]) if terms else None
 
     def call(self, x, attention_mask, cache=None, cache_update_index=None, training=None,
-             conditioning=None):
+             conditioning=None, dropout_seed=None):
         """Returns ``(output, new_cache)``; see ``MultiHeadAttention.call``.
 
         ``conditioning``: the dict of :mod:`nemot.modulation.base`, read by the hosted
-        modulations only.
+        modulations only. ``dropout_seed``: this layer's seed from its stack (else, in
+        training, the layer's own generator draws one).
         """
         if cache is not None:
             uncached = [m.name for m in self.parallel + [self.activation_modulation]
@@ -148,26 +157,32 @@ class TransformerLayer(keras.layers.Layer):
             if uncached:
                 raise ValueError(f"{self.name}: modulations {uncached} keep no key/value cache; "
                                  "run this model without one (recompute the whole prefix)")
+        if dropout_seed is None:
+            dropout_seed = drop.draw_seed(self.seed_generator, training)
+        if not training:
+            dropout_seed = None
+
+        def dropout(h, salt):
+            return drop.dropout(h, self.dropout, drop.salted(dropout_seed, salt))
+
         attend = dict(cache=cache, cache_update_index=cache_update_index, training=training,
-                      conditioning=conditioning)
+                      conditioning=conditioning, dropout_seed=drop.salted(dropout_seed, 2))
         if self.normalize_first:
             normed = self.self_attention_layer_norm(x)
             h, cache = self.self_attention(normed, attention_mask, **attend)
-            a = x + self.dropout_layer(h, training=training)
-            out = a + self.dropout_layer(
-                self._feedforward(self.feedforward_layer_norm(a), conditioning, training),
-                training=training)
+            a = x + dropout(h, 0)
+            out = a + dropout(
+                self._feedforward(self.feedforward_layer_norm(a), conditioning, training), 1)
             extra = self._parallel(normed, conditioning, attention_mask, training)
             return (out if extra is None else out + extra), cache
         h, cache = self.self_attention(x, attention_mask, **attend)
-        a = self.self_attention_layer_norm(x + self.dropout_layer(h, training=training))
-        out = a + self.dropout_layer(self._feedforward(a, conditioning, training),
-                                     training=training)
+        a = self.self_attention_layer_norm(x + dropout(h, 0))
+        out = a + dropout(self._feedforward(a, conditioning, training), 1)
         extra = self._parallel(x, conditioning, attention_mask, training)
         return self.feedforward_layer_norm(out if extra is None else out + extra), cache
 
     def compute_output_spec(self, x, attention_mask, cache=None, cache_update_index=None,
-                            training=None, conditioning=None):
+                            training=None, conditioning=None, dropout_seed=None):
         return keras.KerasTensor(x.shape, dtype=self.compute_dtype), cache
 
     def get_config(self):
@@ -178,6 +193,7 @@ class TransformerLayer(keras.layers.Layer):
             attention_dropout=self.attention_dropout,
             layer_norm_epsilon=self.layer_norm_epsilon, normalize_first=self.normalize_first,
             activation=self.activation, values_use_key_weights=self.values_use_key_weights,
+            fused_attention=self.fused_attention,
             kernel_regularizer=keras.regularizers.serialize(self.kernel_regularizer),
         )
         return config

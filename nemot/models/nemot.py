@@ -29,6 +29,7 @@ from nemot.layers.reading_strategies import ReadingStrategies
 from nemot.layers.sets import NeuromodulatorySet, OutputSet, VanillaSet
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.losses import CombinedLossMixin
+from nemot.models.routing import BlockUpdateGuard
 from nemot.models.weights import count_weights, transfer_weights
 from nemot.modulation.base import HostsModulations, task_index
 from nemot.modulation.gate import Gate
@@ -85,7 +86,9 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
     masks and its task token picks its output block.
 
     Training: ``compile(optimizer)`` uses ``L1 + 0.2 L2 + 0.5 L3`` (eq. 3.17);
-    ``compile(optimizer, loss=nemot.NeMoTLoss(...))`` sets other weights.
+    ``compile(optimizer, loss=nemot.NeMoTLoss(...))`` sets other weights. An output
+    block that no example of a training batch selects is not updated, its optimizer
+    slots included (:mod:`nemot.models.routing`).
 
     Args:
         config: a ``NeMoTConfig`` (or its dict).
@@ -142,6 +145,23 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
         # optimizer warn about it at every step (pre-training is L1 only).
         if self.config.vanilla_head:
             self.vanilla_head.trainable = bool(loss.vanilla_weight)
+
+    def compile(self, optimizer="adam", loss=None, **kwargs):
+        super().compile(optimizer, loss=loss, **kwargs)
+        self.block_update_guard = BlockUpdateGuard(
+            self.optimizer, [block.trainable_variables
+                             for block in self.output_set.blocks.values()])
+
+    def train_step(self, *args):
+        """Keras's train step (``(data)``, or ``(state, data)`` on JAX), with the blocks
+        the batch selects given to the block update guard."""
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
+        tasks = ops.cast(x["token_ids"], "int32")[:, vocab.TASK_POSITION]
+        self.block_update_guard.select(ops.any(self.output_set.selection(tasks), axis=0))
+        try:
+            return super().train_step(*args)
+        finally:
+            self.block_update_guard.release()
 
     def embed_aux_tokens(self, aux_ids):
         """Auxiliary-token embeddings: no position, no scaling (original code)."""

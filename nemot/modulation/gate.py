@@ -4,6 +4,8 @@ that scale every vanilla-set activation."""
 import keras
 from keras import ops
 
+from nemot import dropout as drop
+
 
 @keras.saving.register_keras_serializable(package="nemot")
 class Gate(keras.layers.Layer):
@@ -26,11 +28,12 @@ class Gate(keras.layers.Layer):
         super().__init__(**kwargs)
         self.dropout = dropout
         self.dropout_before_sigmoid = dropout_before_sigmoid
-        self.dropout_layer = keras.layers.Dropout(dropout)
+        self.seed_generator = drop.seed_generator(dropout and dropout_before_sigmoid)
 
     def call(self, nm_out, vanilla_out, training=None):
         if self.dropout_before_sigmoid:
-            nm_out = self.dropout_layer(nm_out, training=training)
+            nm_out = drop.dropout(nm_out, self.dropout,
+                                  drop.draw_seed(self.seed_generator, training))
         gates = ops.sigmoid(nm_out)
         length = ops.shape(vanilla_out)[1]
         return gates, gates[:, -length:, :] * vanilla_out

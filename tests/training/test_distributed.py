@@ -81,6 +81,7 @@ def _history(path):
     return json.loads(path.read_text())
 
 
+@pytest.mark.xdist_group("distributed_runs")  # one run of the fixture's processes
 def test_mirrored_two_devices_equal_one_device(runs):
     single, mirrored = runs / "single", runs / "mirrored"
     _assert_same_weights(np.load(mirrored / "weights.npz"), np.load(single / "weights.npz"),
@@ -92,6 +93,7 @@ def test_mirrored_two_devices_equal_one_device(runs):
                                atol=1e-5)
 
 
+@pytest.mark.xdist_group("distributed_runs")
 def test_two_workers_end_with_identical_weights(runs):
     multi = runs / "multi"
     first, second = np.load(multi / "weights0.npz"), np.load(multi / "weights1.npz")

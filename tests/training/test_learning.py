@@ -3,7 +3,8 @@ public path (``compile`` with ``NeMoTLoss``, ``fit`` on an ``examples_dataset``)
 then greedy decoding (``nemot.evaluation.decoding``) scores held-out examples.
 
 Sizes: the tiny preset without the vanilla head (its Dense(50313) costs as much
-as the main head), short texts, batch 32; dropout 0 converges in fewer steps.
+as the main head), short texts, batch 32; dropout 0 converges in fewer steps; XLA
+(``jit_compile``) halves the step on a CPU.
 """
 
 import keras
@@ -19,7 +20,7 @@ def _fit(train, n, steps, rate):
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
                                                       dropout=0.0, vanilla_attention_dropout=0.0)
     model = nemot.build_model(config)
-    model.compile(keras.optimizers.Adam(rate), loss=NeMoTLoss(vanilla_weight=0))
+    model.compile(keras.optimizers.Adam(rate), loss=NeMoTLoss(vanilla_weight=0), jit_compile=True)
     dataset = pipelines.examples_dataset(train, batch_size=32, max_text_length=n, seed=0)
     history = model.fit(dataset, epochs=steps // 100, steps_per_epoch=100, verbose=0)
     return model, history.history

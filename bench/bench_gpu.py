@@ -1,0 +1,360 @@
+"""Thesis-size training and decoding speed on one accelerator (issue 15).
+
+    python -m bench gpu            # thesis sizes; meant for a GPU (docs/performance.md)
+    python -m bench gpu --tiny     # tiny sizes: proves the benchmark runs, on a CPU too
+
+Training, bf16 mixed precision and XLA (always on JAX; ``jit_compile=True`` on
+TensorFlow), Adam, at batch 16 and 32 of 3 + 768 tokens (text 768):
+
+- ``nemot``: the thesis model with both heads (L1 + 0.2 L2 + 0.5 L3), all six thesis
+  output blocks built, batches mixing the task tokens of ``--tasks`` (default
+  ``lm,gqa``: half the examples each);
+- ``nemot_main_head``: the same, without the vanilla-set head's loss (L1 + 0.2 L2);
+- ``gpt2_baseline``: nemot's GPT-2 baseline with the depth of NeMoT's path
+  (Y + M + Z = 27 layers), one head, one cross-entropy;
+- ``keras_hub_gpt2``: KerasHub's ``GPT2Backbone`` of the same depth, a ``Dense`` head and
+  Keras's sparse cross-entropy: the reference of the target (NeMoT's step at most
+  1.15x this one).
+
+Each model runs in a process of its own (so that peak memory is its own), warms up,
+then times ``--steps`` steps per batch size; reported: median step time, text
+tokens/s, MFU (model FLOPs of one output block per example, 6 per parameter-token plus
+attention, over the device's dense bf16 peak) and peak device memory.
+
+Decoding: cached greedy decoding tokens/s at batch 1 and 32 (prompt 128, 128 new
+tokens, no early stop) of NeMoT (thesis size), nemot's GPT-2 baseline (GPT-2 small) and
+KerasHub's ``GPT2CausalLM.generate`` (GPT-2 small).
+
+Writes ``bench/results/gpu_<device>_<backend>.json``. Never a test: timings live here.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2")
+DECODE_MODELS = ("nemot", "gpt2_baseline", "keras_hub_gpt2")
+# Dense bf16 peak of the chip, TFLOP/s (datasheet; SXM parts).
+PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0}
+
+
+def sizes(tiny):
+    """Model config, batches, steps and decoding lengths of the run."""
+    import nemot
+
+    if tiny:
+        config = nemot.NeMoTConfig.preset("tiny").replace(
+            output_blocks=nemot.config.THESIS_OUTPUT_BLOCKS, max_text_length=32)
+        return dict(config=config, batches=(2, 4), steps=3, decode_batches=(1, 4),
+                    prompt=8, new_tokens=8, gpt2_decode=dict(num_layers=2, hidden_dim=32,
+                                                             num_heads=2, intermediate_dim=64))
+    return dict(config=nemot.NeMoTConfig.preset("thesis"), batches=(16, 32), steps=10,
+                decode_batches=(1, 32), prompt=128, new_tokens=128,
+                gpt2_decode=dict(num_layers=12, hidden_dim=768, num_heads=12,
+                                 intermediate_dim=3072))
+
+
+# ---- what runs where -------------------------------------------------------------------
+
+def device_info():
+    """``(name, kind)``: the accelerator (or CPU) this backend runs on."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return device.device_kind, device.platform
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU"), "gpu"
+    return platform.processor() or platform.machine(), "cpu"
+
+
+def peak_memory():
+    """``(bytes, what)``: peak device memory so far, or the process's peak RSS on a CPU."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        stats = jax.devices()[0].memory_stats() or {}
+        if "peak_bytes_in_use" in stats:
+            return stats["peak_bytes_in_use"], "device"
+    else:
+        import tensorflow as tf
+
+        if tf.config.list_physical_devices("GPU"):
+            return tf.config.experimental.get_memory_info("GPU:0")["peak"], "device"
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "host_rss"
+
+
+def peak_tflops(device):
+    for name, value in PEAK_TFLOPS.items():
+        if re.search(rf"\b{name}\b", device):
+            return value
+    return None
+
+
+# ---- model FLOPs ------------------------------------------------------------------------
+
+def layer_flops(tokens, length, d, d_ff):
+    """Forward FLOPs of one transformer layer over ``tokens`` tokens of sequences of
+    ``length``: the projections (4 d^2 + 2 d d_ff multiply-adds per token) and
+    attention (scores and values, 2 length d per token), 2 FLOPs per multiply-add."""
+    return 2 * tokens * (4 * d * d + 2 * d * d_ff + 2 * length * d)
+
+
+def train_flops(name, cfg, batch):
+    """Model FLOPs of one training step (3x the forward pass): one output block per
+    example, as the model defines it; work on padding or extra blocks does not count."""
+    n, d, f, v = cfg.max_text_length, cfg.d_model, cfg.d_ff, cfg.vocab_size
+    tokens = batch * n
+    if name.startswith("nemot"):
+        aux = cfg.num_aux_tokens
+        forward = (cfg.num_vanilla_layers * layer_flops(tokens, n, d, f)
+                   + cfg.num_nm_layers * layer_flops(batch * (n + aux), n + aux, d, f)
+                   + cfg.num_output_layers * layer_flops(tokens, n, d, f)
+                   + 2 * tokens * d * v * (2 if name == "nemot" else 1))
+    else:
+        layers = cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers
+        forward = layers * layer_flops(tokens, n, d, f) + 2 * tokens * d * v
+    return 3 * forward
+
+
+# ---- training --------------------------------------------------------------------------
+
+def build_train_model(name, cfg):
+    import keras
+    import keras_hub
+
+    import nemot
+    from nemot.models.losses import NeMoTLoss
+
+    depth = cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers
+    if name.startswith("nemot"):
+        model = nemot.build_model(cfg)
+        loss = NeMoTLoss() if name == "nemot" else NeMoTLoss(vanilla_weight=0)
+        model.compile(keras.optimizers.Adam(1e-5), loss=loss, jit_compile=True)
+        return model
+    if name == "gpt2_baseline":
+        model = nemot.build_baseline(cfg.replace(num_vanilla_layers=depth))
+        model.compile(keras.optimizers.Adam(1e-5), loss=NeMoTLoss(lm_weight=0, vanilla_weight=0),
+                      jit_compile=True)
+        return model
+    backbone = keras_hub.models.GPT2Backbone(
+        vocabulary_size=cfg.vocab_size, num_layers=depth, num_heads=cfg.num_heads,
+        hidden_dim=cfg.d_model, intermediate_dim=cfg.d_ff,
+        max_sequence_length=cfg.max_position_embeddings)
+    ids = keras.Input((None,), dtype="int32", name="token_ids")
+    mask = keras.Input((None,), dtype="int32", name="padding_mask")
+    hidden = backbone({"token_ids": ids, "padding_mask": mask})
+    model = keras.Model({"token_ids": ids, "padding_mask": mask},
+                        keras.layers.Dense(cfg.vocab_size)(hidden))
+    model.compile(keras.optimizers.Adam(1e-5),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=True)
+    return model
+
+
+def train_batch(name, cfg, batch, tasks, rng):
+    """``(x, y)`` of random text; NeMoT's examples cycle through ``tasks``."""
+    from nemot import vocab
+
+    n = cfg.max_text_length
+    text = rng.integers(0, vocab.GPT2_VOCAB_SIZE, (batch, n)).astype("int32")
+    targets = np.roll(text, -1, axis=1)
+    if name == "keras_hub_gpt2":
+        return {"token_ids": text, "padding_mask": np.ones_like(text)}, targets
+    aux = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(tasks[i % len(tasks)])]
+                    for i in range(batch)], "int32")
+    return {"token_ids": np.concatenate([aux, text], 1)}, {"task_targets": targets,
+                                                           "lm_targets": targets}
+
+
+def train_child(name, tiny, tasks):
+    import keras
+
+    run = sizes(tiny)
+    cfg = run["config"]
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    keras.utils.set_random_seed(0)
+    model = build_train_model(name, cfg)
+    device, _ = device_info()
+    peak = peak_tflops(device)
+    rng = np.random.default_rng(0)
+    out = {}
+    for batch in run["batches"]:
+        x, y = train_batch(name, cfg, batch, tasks, rng)
+        for _ in range(2):  # compile, warm up
+            model.train_on_batch(x, y)
+        times = []
+        for _ in range(run["steps"]):
+            start = time.perf_counter()
+            model.train_on_batch(x, y)  # returns numpy logs: the step has finished
+            times.append(time.perf_counter() - start)
+        step = statistics.median(times)
+        flops = train_flops(name, cfg, batch)
+        memory, memory_kind = peak_memory()
+        out[str(batch)] = {
+            "step_seconds": round(step, 5),
+            "tokens_per_second": round(batch * cfg.max_text_length / step, 1),
+            "model_tflop_per_step": round(flops / 1e12, 4),
+            "mfu": None if peak is None else round(flops / step / (peak * 1e12), 4),
+            f"peak_{memory_kind}_gib": round(memory / 2 ** 30, 3),
+        }
+    return out
+
+
+# ---- decoding --------------------------------------------------------------------------
+
+def decode_child(name, tiny):
+    import keras
+    import keras_hub
+
+    import nemot
+    from nemot import vocab
+    from nemot.evaluation.decoding import Generator
+
+    run = sizes(tiny)
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    keras.utils.set_random_seed(0)
+    small = run["gpt2_decode"]
+    rng = np.random.default_rng(0)
+    p, new = run["prompt"], run["new_tokens"]
+    if name == "keras_hub_gpt2":
+        backbone = keras_hub.models.GPT2Backbone(
+            vocabulary_size=vocab.VOCAB_SIZE, max_sequence_length=1024, **small)
+        lm = keras_hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None)
+
+        def generate(batch):
+            ids = np.zeros((batch, p + new), "int32")
+            ids[:, :p] = rng.integers(0, vocab.GPT2_VOCAB_SIZE, (batch, p))
+            lm.generate({"token_ids": ids, "padding_mask": np.arange(p + new)[None] < p},
+                        stop_token_ids=None)
+    else:
+        if name == "nemot":
+            model = nemot.build_model(run["config"])
+        else:
+            model = nemot.build_baseline(run["config"].replace(
+                num_vanilla_layers=small["num_layers"], d_model=small["hidden_dim"],
+                num_heads=small["num_heads"], d_ff=small["intermediate_dim"]))
+        generator = Generator(model, stop_token_ids=())
+
+        def generate(batch):
+            aux = [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm")]
+            prompts = [aux + rng.integers(0, vocab.GPT2_VOCAB_SIZE, p).tolist()
+                       for _ in range(batch)]
+            generator.generate_tokens(prompts, max_new_tokens=new)
+
+    out = {}
+    for batch in run["decode_batches"]:
+        generate(batch)  # compile
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            generate(batch)
+            times.append(time.perf_counter() - start)
+        seconds = statistics.median(times)
+        out[str(batch)] = {"seconds": round(seconds, 4),
+                           "new_tokens_per_second": round(batch * new / seconds, 1)}
+    return out
+
+
+# ---- driver ----------------------------------------------------------------------------
+
+def child(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=("train", "decode"))
+    parser.add_argument("name")
+    parser.add_argument("out")
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--tasks", default="lm,gqa")
+    args = parser.parse_args(argv)
+    if args.kind == "train":
+        result = train_child(args.name, args.tiny, args.tasks.split(","))
+    else:
+        result = decode_child(args.name, args.tiny)
+    Path(args.out).write_text(json.dumps(result))
+
+
+def in_child(kind, name, options):
+    """Run one measurement in a fresh process; its result, or the error it printed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [sys.executable, "-m", "bench.bench_gpu", kind, name, str(out), *options]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            return {"error": done.stderr.strip().splitlines()[-1:] or ["(no output)"]}
+        return json.loads(out.read_text())
+
+
+def ratios(train):
+    """NeMoT's step over the same-depth KerasHub GPT-2's, per batch size."""
+    reference = train.get("keras_hub_gpt2", {})
+    out = {}
+    for name in ("nemot", "nemot_main_head", "gpt2_baseline"):
+        for batch, row in train.get(name, {}).items():
+            if "step_seconds" in row and "step_seconds" in reference.get(batch, {}):
+                out[f"{name}_vs_keras_hub_gpt2@{batch}"] = round(
+                    row["step_seconds"] / reference[batch]["step_seconds"], 3)
+    return out
+
+
+def result_name(result):
+    device = re.sub(r"[^A-Za-z0-9]+", "_", result["device"]).strip("_").lower()
+    tiny = "_tiny" if result["tiny"] else ""
+    return f"gpu_{device}_{result['backend']}{tiny}"
+
+
+def run(argv=()):
+    parser = argparse.ArgumentParser(prog="python -m bench gpu", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiny", action="store_true", help="tiny sizes (runs on a CPU)")
+    parser.add_argument("--models", default=",".join(TRAIN_MODELS),
+                        help=f"training models, some of {TRAIN_MODELS}")
+    parser.add_argument("--decode", default=",".join(DECODE_MODELS),
+                        help=f"decoding models, some of {DECODE_MODELS} ('' for none)")
+    parser.add_argument("--tasks", default="lm,gqa", help="task tokens the NeMoT batches mix")
+    args = parser.parse_args(list(argv))
+    import keras
+
+    from nemot import config
+
+    for task in args.tasks.split(","):
+        if task not in config.THESIS_OUTPUT_BLOCKS:
+            parser.error(f"--tasks {task!r}: expected thesis output blocks "
+                         f"{config.THESIS_OUTPUT_BLOCKS}")
+    device, kind = device_info()
+    options = (["--tiny"] if args.tiny else []) + ["--tasks", args.tasks]
+    result = {"backend": keras.backend.backend(), "device": device, "device_kind": kind,
+              "peak_bf16_tflops": peak_tflops(device), "tiny": args.tiny,
+              "tasks": args.tasks, "dtype_policy": "mixed_bfloat16",
+              "xla": True, "train": {}, "decode": {}}
+    for name in filter(None, args.models.split(",")):
+        print(f"   train {name}", flush=True)
+        result["train"][name] = in_child("train", name, options)
+    for name in filter(None, args.decode.split(",")):
+        print(f"   decode {name}", flush=True)
+        result["decode"][name] = in_child("decode", name, ["--tiny"] if args.tiny else [])
+    result["step_ratio"] = ratios(result["train"])
+    return result
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    child(sys.argv[1:])

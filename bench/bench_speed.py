@@ -1,0 +1,162 @@
+"""The three levers of issue 15, each against the path it replaces, side by side on the
+current Keras backend (``KERAS_BACKEND=jax python -m bench speed`` for JAX):
+
+- attention: fused (``keras.ops.dot_product_attention``) vs unfused
+  (:class:`nemot.layers.MultiHeadAttention` with ``fused=False``), forward + backward;
+- loss: the lean cross-entropy of :mod:`nemot.models.losses` vs Keras's float32 softmax
+  cross-entropy (the earlier formula) on 50,313-wide logits, forward + backward (the
+  loss uses the faster of the two per backend);
+- dropout: :func:`nemot.dropout.dropout` vs ``keras.random.dropout`` on an
+  attention-probability-sized tensor.
+
+Each pair is compiled the ways training compiles it (on TensorFlow ``tf.function``
+without XLA, the trainer's default, and with ``jit_compile=True``, its GPU setting; on
+JAX ``jax.jit``), warmed up, then timed in interleaved rounds; medians are reported with
+their ratio. On a CPU these ratios say
+which way each lever goes here; the GPU figures are ``python -m bench gpu``'s.
+"""
+
+import statistics
+import time
+
+import keras
+import numpy as np
+from keras import ops
+
+from nemot import backend
+from nemot import dropout as drop
+from nemot import vocab
+from nemot.layers import MultiHeadAttention
+from nemot.models.losses import lean_cross_entropy
+
+ROUNDS = 7
+ATTENTION = dict(batch=8, length=256, d_model=256, heads=4)
+LOSS = dict(batch=4, length=128)
+DROPOUT_SHAPE = (8, 4, 256, 256)
+
+
+XLA = [False]  # TensorFlow: tf.function(jit_compile=XLA[0]); JAX always compiles with XLA
+
+
+def compiled_grad(loss_fn, argnum=0):
+    """``(x, *rest) -> d loss / d x`` compiled for the backend."""
+    if backend.name() == "jax":
+        import jax
+
+        return jax.jit(jax.grad(loss_fn, argnums=argnum))
+    import tensorflow as tf
+
+    @tf.function(jit_compile=XLA[0], autograph=False)
+    def grad(*args):
+        args = list(args)
+        with tf.GradientTape() as tape:
+            tape.watch(args[argnum])
+            value = loss_fn(*args)
+        return tape.gradient(value, args[argnum])
+
+    return grad
+
+
+def compiled(fn):
+    if backend.name() == "jax":
+        import jax
+
+        return jax.jit(fn)
+    import tensorflow as tf
+
+    return tf.function(fn, jit_compile=XLA[0], autograph=False)
+
+
+def block(value):
+    np.asarray(ops.convert_to_numpy(value))
+
+
+def attention_pair():
+    a = ATTENTION
+    rng = np.random.default_rng(0)
+    x = ops.convert_to_tensor(rng.normal(size=(a["batch"], a["length"], a["d_model"]))
+                              .astype("float32"))
+    causal = np.tril(np.ones((a["length"], a["length"]), bool))
+    mask = ops.convert_to_tensor(np.broadcast_to(causal, (a["batch"],) + causal.shape))
+    fns = {}
+    for fused in (True, False):
+        layer = MultiHeadAttention(a["heads"], a["d_model"] // a["heads"], fused=fused)
+        layer.build((None, None, a["d_model"]))
+
+        def loss(x, layer=layer):
+            return ops.sum(layer(x, mask)[0] ** 2)
+
+        grad = compiled_grad(loss)
+        fns["fused" if fused else "unfused"] = lambda grad=grad: block(grad(x))
+    return fns
+
+
+def loss_pair():
+    rng = np.random.default_rng(1)
+    shape = (LOSS["batch"], LOSS["length"])
+    logits = ops.convert_to_tensor(rng.normal(size=shape + (vocab.VOCAB_SIZE,))
+                                   .astype("float32"))
+    targets = ops.convert_to_tensor(rng.integers(0, vocab.VOCAB_SIZE, shape).astype("int32"))
+
+    def lean(logits, targets):
+        return ops.mean(lean_cross_entropy(targets, logits))
+
+    def full(logits, targets):
+        return ops.mean(keras.losses.sparse_categorical_crossentropy(
+            targets, ops.cast(logits, "float32"), from_logits=True))
+
+    fns = {}
+    for name, fn in (("lean", lean), ("full", full)):
+        grad = compiled_grad(fn)
+        fns[name] = lambda grad=grad: block(grad(logits, targets))
+    return fns
+
+
+def dropout_pair():
+    x = ops.ones(DROPOUT_SHAPE)
+    generator = keras.random.SeedGenerator(1)
+    seed = drop.draw_seed(generator, training=True)
+    cheap = compiled(lambda x, s: drop.dropout(x, 0.1, s))
+    if backend.name() == "jax":  # a traced seed: JAX's jit cannot advance a generator
+        default = compiled(lambda x, s: keras.random.dropout(x, 0.1, seed=s))
+    else:  # Keras's TensorFlow dropout takes its generator, as keras.layers.Dropout does
+        default = compiled(lambda x, s: keras.random.dropout(x, 0.1, seed=generator))
+    return {"cheap": lambda: block(cheap(x, seed)), "default": lambda: block(default(x, seed))}
+
+
+def measure(fns):
+    for fn in fns.values():  # compile and warm up
+        fn()
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(ROUNDS):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def result_name(result):
+    return f"speed_{result['backend']}"
+
+
+def run():
+    setups = [("jax.jit", True)] if backend.name() == "jax" else [
+        ("tf.function", False), ("tf.function(jit_compile=True)", True)]
+    result = {"backend": backend.name(), "device": "cpu", "rounds": ROUNDS,
+              "setup": {"attention": ATTENTION, "loss": {**LOSS, "vocab": vocab.VOCAB_SIZE},
+                        "dropout_shape": DROPOUT_SHAPE}}
+    for label, xla in setups:
+        XLA[0] = xla
+        pairs = {
+            "attention_fwd_bwd": (attention_pair(), "fused", "unfused"),
+            "loss_fwd_bwd": (loss_pair(), "lean", "full"),
+            "dropout": (dropout_pair(), "cheap", "default"),
+        }
+        rows = result[label] = {}
+        for name, (fns, new, old) in pairs.items():
+            median = measure(fns)
+            rows[name] = {"median_seconds": {k: round(v, 5) for k, v in median.items()},
+                          f"ratio_{new}_vs_{old}": round(median[new] / median[old], 3)}
+    return result

@@ -1,0 +1,162 @@
+"""The few primitives ``keras.ops`` lacks, written once per Keras backend.
+
+Layers stay in ``keras.ops``; what they need beyond it lives here, each function with
+one branch per backend and the backend's module imported inside it (so ``nemot`` runs
+on JAX without TensorFlow installed, and on TensorFlow without JAX):
+
+- :func:`fold_seed` and :func:`random_bits`: raw random bits from a stateless,
+  counter-based generator, for :mod:`nemot.dropout`. Keras's random ops draw
+  floats through JAX's threefry (``keras.random.dropout``: 43% of a GPT-2 training step
+  on an H100, issue 15) and expose no raw bits; here JAX on an accelerator uses its
+  ``rbg`` generator (XLA's RngBitGenerator, Philox) and elsewhere threefry, and
+  TensorFlow its stateless Philox.
+- :func:`replica_context`, :func:`replica_index`, :func:`global_sum`: the
+  ``tf.distribute`` replica running the code (replicas drawing from one mirrored seed
+  must still draw different masks) and sums over replicas (the loss's global counts).
+- :func:`has_fused_attention`, :func:`attention_length_multiple`: whether this device
+  has a fused attention kernel (cuDNN flash attention on a GPU under JAX) and the
+  length multiple it needs (64).
+"""
+
+import keras
+
+BACKENDS = ("tensorflow", "jax")
+
+
+def name():
+    """The Keras backend, with a clear error for one nemot has not been written for."""
+    backend = keras.backend.backend()
+    if backend not in BACKENDS:
+        raise NotImplementedError(f"KERAS_BACKEND={backend!r}: nemot runs on {BACKENDS}")
+    return backend
+
+
+def _jax_platform():
+    import jax
+
+    return jax.default_backend()
+
+
+def jax_bits_impl():
+    """JAX's generator for dropout bits: ``rbg`` on an accelerator, where XLA's
+    RngBitGenerator is a fused kernel, and ``threefry`` on the CPU, where it was 3x
+    faster than RngBitGenerator here."""
+    return "threefry" if _jax_platform() == "cpu" else "rbg"
+
+
+def fold_seed(seed, salt):
+    """A new seed [2] from ``seed`` [2] and an int ``salt`` (Python or scalar tensor).
+
+    Different salts give independent streams (threefry's ``fold_in`` on JAX,
+    ``stateless_fold_in`` on TensorFlow); the cost is one scalar hash.
+    """
+    if name() == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        key = jax.random.wrap_key_data(jnp.asarray(seed).astype(jnp.uint32))
+        return jax.random.key_data(jax.random.fold_in(key, salt))
+    import tensorflow as tf
+
+    return tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), salt)
+
+
+def random_bits(shape, seed, impl=None):
+    """uint32 random bits of ``shape`` from ``seed`` [2], a pure function of the seed.
+
+    ``impl``: JAX only, ``"threefry"`` or ``"rbg"`` (default :func:`jax_bits_impl`).
+    """
+    if name() == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        key = jax.random.wrap_key_data(jnp.asarray(seed).astype(jnp.uint32))
+        if (impl or jax_bits_impl()) == "rbg":
+            # An rbg key is 4 words: two threefry children of the seed.
+            words = jax.random.key_data(jax.random.split(key)).reshape(4)
+            key = jax.random.wrap_key_data(words, impl="rbg")
+        return jax.random.bits(key, tuple(shape), jnp.uint32)
+    import tensorflow as tf
+
+    return tf.random.stateless_uniform(shape, tf.cast(seed, tf.int64), minval=None,
+                                       maxval=None, dtype=tf.uint32)
+
+
+def replica_context():
+    """The ``tf.distribute`` replica context when there are several replicas, else None.
+
+    JAX's ``keras.distribution`` runs one program on global arrays: its sums are global
+    and random ops of different shards are different parts of one stream already.
+    """
+    if name() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return None
+    return context
+
+
+def replica_index():
+    """The index of the replica running this code when there are several, else None."""
+    context = replica_context()
+    return None if context is None else context.replica_id_in_sync_group
+
+
+def global_sum(value):
+    """Sum ``value`` over all replicas when called inside a replica context."""
+    context = replica_context()
+    if context is None:
+        return value
+    import tensorflow as tf
+
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def has_fused_attention():
+    """Whether ``keras.ops.dot_product_attention`` has a fused kernel here: cuDNN flash
+    attention on JAX with a GPU. Elsewhere it computes what the unfused path computes,
+    and on a CPU it measured 1.2x slower (``bench/results/speed_*.json``)."""
+    return name() == "jax" and _jax_platform() == "gpu"
+
+
+def attention_length_multiple():
+    """Query and key lengths the fused attention kernel needs a multiple of: 64 for
+    cuDNN flash attention (JAX on a GPU), else 1 (no padding)."""
+    return 64 if has_fused_attention() else 1
+
+
+def compile_function(fn, variables, jit_compile=True, static_argnums=()):
+    """``fn`` compiled once per input signature, reading (and writing) ``variables``.
+
+    TensorFlow: ``tf.function`` (XLA when ``jit_compile``). JAX: ``jax.jit`` of a pure
+    version that takes the variables' values as arguments, so the weights are inputs
+    of the compiled program (not constants baked into it, and later weights are
+    seen), and assigns back the ones ``fn`` changed (a sampler's seed, say), as
+    KerasHub's ``CausalLM.generate`` does. ``static_argnums``: arguments that are
+    Python values fixing shapes (JAX retraces per value).
+    """
+    variables = list(variables)
+    if name() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(fn, jit_compile=jit_compile)
+    import jax
+
+    def pure(values, *args):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))) as scope:
+            out = fn(*args)
+        changed = {i: scope.get_current_value(v) for i, v in enumerate(variables)
+                   if scope.get_current_value(v) is not None}
+        return out, changed
+
+    compiled = jax.jit(pure, static_argnums=tuple(i + 1 for i in static_argnums))
+
+    def call(*args):
+        out, changed = compiled([v.value for v in variables], *args)
+        for i, value in changed.items():
+            variables[i].assign(value)
+        return out
+
+    return call

@@ -1,0 +1,217 @@
+"""Every model on Keras's JAX backend, in a process of its own (the backend is fixed at
+import): ``KERAS_BACKEND=jax python -m tests.jax_worker OUT.json``.
+
+Runs, at tiny sizes, what tests/test_jax_backend.py checks: NeMoT and the GPT-2
+baseline train a ``fit`` step (dropout on, a batch mixing tasks) and decode with their
+caches exactly as by recomputation, NeMoT also hosting each modulation kind (PALs,
+modulated FFN, HyperGrid); NGT, PALBert, HyperGridT5 and the modulated-activation CNN and
+LSTM train a step; fused attention, the lean loss
+and the dropout masks (both JAX generators) match their TensorFlow-tested properties;
+the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
+(``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set by the caller).
+"""
+
+import json
+import sys
+
+import numpy as np
+
+
+def fit_and_decode(model, tasks, vocab):
+    """One ``fit`` step on a batch of ``tasks``; cached and recomputed greedy decoding."""
+    import keras
+
+    from nemot.evaluation.decoding import generate, generate_by_recomputation
+
+    rng = np.random.default_rng(0)
+    text = rng.integers(0, 1000, (len(tasks), 12)).astype("int32")
+    aux = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(t)] for t in tasks],
+                   "int32")
+    y = {"task_targets": np.roll(text, -1, 1), "lm_targets": np.roll(text, -1, 1)}
+    model.compile(keras.optimizers.Adam(1e-3))
+    history = model.fit({"token_ids": np.concatenate([aux, text], 1)}, y,
+                        batch_size=len(tasks), verbose=0)
+    prompts = [list(aux[i]) + list(text[i, :3 + i]) for i in range(2)]
+    cached = generate(model, prompts, max_new_tokens=4, stop_token_ids=())
+    return {"loss": history.history["loss"][-1], "cached": cached,
+            "recomputed": generate_by_recomputation(model, prompts, max_new_tokens=4,
+                                                    stop_token_ids=())}
+
+
+def fused_attention_difference(nemot, vocab):
+    """Largest logit difference between fused and unfused attention (dec and enc, padding)."""
+    cfg = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=1, num_nm_layers=1,
+                                                   output_blocks=("lm",), max_text_length=16)
+    fused = nemot.build_model(cfg.replace(attention_implementation="fused"))
+    unfused = nemot.build_model(cfg.replace(attention_implementation="unfused"))
+    unfused.set_weights(fused.get_weights())
+    text = np.arange(1, 33, dtype="int32").reshape(2, 16)
+    text[1, 10:] = vocab.PAD_ID
+    aux = np.array([[vocab.CLS_ID, mode, vocab.task_token_id("lm")] for mode in (vocab.DEC_ID, vocab.ENC_ID)],
+                   "int32")
+    ids = np.concatenate([aux, text], 1)
+    out = [np.asarray(m({"token_ids": ids})["logits"]) for m in (fused, unfused)]
+    return float(np.abs(out[0] - out[1]).max())
+
+
+def loss_difference(vocab):
+    """Lean loss against Keras's float32 softmax cross-entropy (relative)."""
+    import keras
+    from keras import ops
+
+    from nemot.models.losses import masked_cross_entropy
+
+    rng = np.random.default_rng(1)
+    logits = ops.cast((rng.normal(size=(2, 5, vocab.VOCAB_SIZE)) * 4).astype("float32"),
+                      "bfloat16")
+    targets = rng.integers(0, vocab.VOCAB_SIZE, (2, 5)).astype("int32")
+    total, _ = masked_cross_entropy(targets, logits)
+    expected = ops.sum(keras.losses.sparse_categorical_crossentropy(
+        targets, ops.cast(logits, "float32"), from_logits=True))
+    return float(abs(total - expected) / expected)
+
+
+def dropout_rates():
+    """Keep rate of both JAX generators and the correlation of two salted masks."""
+    import keras
+    from keras import ops
+
+    from nemot import backend
+    from nemot import dropout as drop
+
+    seed = drop.draw_seed(keras.random.SeedGenerator(3), True)
+    out = {}
+    for impl in ("threefry", "rbg"):
+        bits = backend.random_bits((256, 1024), seed, impl=impl)
+        draws = np.concatenate([np.asarray(bits) & 0xFFFF, np.asarray(bits) >> 16], 1)
+        out[impl] = float((draws < drop.keep_threshold(0.1)).mean())
+    a = np.asarray(drop.dropout(ops.ones((256, 1024)), 0.5, drop.salted(seed, 0))) > 0
+    b = np.asarray(drop.dropout(ops.ones((256, 1024)), 0.5, drop.salted(seed, 1))) > 0
+    out["salt_correlation"] = float(np.corrcoef(a.ravel(), b.ravel())[0, 1])
+    return out
+
+
+def ngt_fit():
+    import keras
+    import keras_hub
+
+    from nemot.ngt.model import NGTModel
+
+    backbone = keras_hub.models.BertBackbone(vocabulary_size=50, num_layers=2, num_heads=2,
+                                             hidden_dim=8, intermediate_dim=16,
+                                             max_sequence_length=16)
+    model = NGTModel(backbone, gate_position=1, num_gating_layers=1)
+    model.compile(keras.optimizers.Adam(1e-3), loss="binary_crossentropy")
+    x = {"token_ids": np.ones((4, 6), "int32"), "segment_ids": np.zeros((4, 6), "int32"),
+         "padding_mask": np.ones((4, 6), "int32")}
+    history = model.fit(x, np.array([0, 1, 0, 1], "float32"), batch_size=4, verbose=0)
+    return history.history["loss"][-1]
+
+
+# NeMoT hosting each modulation kind (dropout on, mixed tasks, cached decoding).
+NEMOT_MODULATIONS = {
+    "pals": [{"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}],
+    "modulated_ffn": [{"kind": "modulated_ffn", "sets": ["output"], "context": "neuromodulatory",
+                       "mod_units": "d_ff", "tau": "2sigmoid", "position": "pre"}],
+    "hypergrid": [{"kind": "hypergrid", "sets": ["vanilla"], "mode": "L2", "grid": [4, 8],
+                   "conditioning": "task"},
+                  {"kind": "hypergrid", "sets": ["output"], "mode": "LG", "grid": [8, 4],
+                   "conditioning": "context", "placement": "ffn1"},
+                  {"kind": "hypergrid_og", "sets": ["output"], "gates": 16,
+                   "conditioning": "context"}],
+}
+
+
+def pals_fit():
+    """PALBert: one ``fit`` step on a batch mixing its three tasks."""
+    import keras
+
+    from nemot.pals.model import PALBert, PALsLoss
+
+    model = PALBert(40, 2, 2, 8, 16, max_sequence_length=8, pals={"hidden_size": 4,
+                                                                   "num_heads": 2})
+    model.compile(keras.optimizers.Adam(1e-3), loss=PALsLoss(model.tasks))
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 40, (6, 8)).astype("int32"),
+         "segment_ids": np.zeros((6, 8), "int32"), "padding_mask": np.ones((6, 8), "int32"),
+         "task_index": np.array([0, 1, 2, 0, 1, 2], "int32")}
+    y = np.stack([x["task_index"], [1, 0, 2.5, 3, 1, 0.5]], 1).astype("float32")
+    return model.fit(x, y, batch_size=6, verbose=0).history["loss"][-1]
+
+
+def hypergrid_fit():
+    """HyperGridT5 (LG grids, task conditioning) with dropout: one ``fit`` step."""
+    import keras
+    import keras_hub
+
+    from nemot.hypergrid.model import HyperGridT5
+
+    backbone = keras_hub.models.T5Backbone(vocabulary_size=64, num_layers=2, num_heads=2,
+                                           hidden_dim=16, intermediate_dim=32, dropout=0.1,
+                                           use_gated_activation=False)
+    model = HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 4], "heads": 2})
+    model.compile(keras.optimizers.Adafactor(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    x = {"encoder_token_ids": rng.integers(2, 64, (4, 7)).astype("int32"),
+         "encoder_padding_mask": np.ones((4, 7), "int32"),
+         "decoder_token_ids": rng.integers(2, 64, (4, 3)).astype("int32"),
+         "decoder_padding_mask": np.ones((4, 3), "int32"),
+         "task_index": np.array([0, 1, 0, 1], "int32")}
+    y = rng.integers(2, 64, (4, 3)).astype("int32")
+    return model.fit(x, y, batch_size=4, verbose=0).history["loss"][-1]
+
+
+def modact_fit():
+    """The modulated activations' CIFAR-10 CNN and modulated LSTM: one ``fit`` step each."""
+    import keras
+
+    from nemot.modact import models
+    from nemot.modact.models import ModelConfig
+
+    rng = np.random.default_rng(0)
+    losses = {}
+    for name, config, x, y in (
+            ("cnn", ModelConfig("cnn", modulated=True),
+             rng.normal(size=(4, 32, 32, 3)).astype("float32"), rng.integers(0, 10, 4)),
+            ("lstm", ModelConfig("lstm", cell="modulated", hidden=8, tau="sigmoid",
+                                 vocab_size=20, num_classes=3),
+             rng.integers(1, 20, (4, 6)).astype("int32"), rng.integers(0, 3, 4))):
+        model = models.build(config)
+        model.compile(keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
+        losses[name] = model.fit(x, y, batch_size=4, verbose=0).history["loss"][-1]
+    return losses
+
+
+def main(out):
+    import keras
+
+    import nemot
+    from nemot import vocab
+    from tests.models import routing_worker
+
+    assert keras.backend.backend() == "jax"
+    report = {"routing": routing_worker._jax_main(2)}
+    keras.distribution.set_distribution(None)
+    keras.utils.set_random_seed(0)
+    cfg = nemot.NeMoTConfig.preset("tiny").replace(
+        num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm", "gqa"), max_text_length=20)
+    report["nemot"] = fit_and_decode(nemot.build_model(cfg), ["lm", "gqa", "lm", "lm"], vocab)
+    report["baseline"] = fit_and_decode(nemot.build_baseline(cfg), ["lm"] * 4, vocab)
+    report["ngt_loss"] = ngt_fit()
+    for kind, specs in NEMOT_MODULATIONS.items():
+        report[f"nemot_{kind}"] = fit_and_decode(nemot.build_model(cfg.replace(modulation=specs)),
+                                                 ["lm", "gqa", "gqa", "lm"], vocab)
+    report["pals_loss"] = pals_fit()
+    report["hypergrid_loss"] = hypergrid_fit()
+    report["modact_losses"] = modact_fit()
+    report["fused_attention_difference"] = fused_attention_difference(nemot, vocab)
+    report["loss_relative_difference"] = loss_difference(vocab)
+    report["dropout"] = dropout_rates()
+    with open(out, "w") as handle:
+        json.dump(report, handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,71 @@
+"""Issue 14 item 9: an output block that no example of the batch selects keeps its weights
+and its Adam slots, on one device and on two MirroredStrategy replicas (a subprocess:
+logical devices must exist before TensorFlow starts); JAX: tests/test_jax_backend.py.
+Also: replicas draw independent dropout masks."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.models import routing_worker
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def check_block_updates(report):
+    # The first step selects lm and mqa (with two replicas: one each): both move.
+    assert report["step1"]["lm"] > 1e-4 and report["step1"]["mqa"] > 1e-4
+    # The second selects lm only: mqa has momentum from step 1 but must not move.
+    assert report["step2"]["lm"] > 1e-4
+    assert report["step2"]["mqa"] == 0.0
+    assert report["step1"]["gqa"] == report["step2"]["gqa"] == 0.0
+
+
+def check_replica_masks(report):
+    first, second = (np.array(m, dtype=float) for m in report["replica_masks"])
+    n = first.size
+    for mask in (first, second):
+        assert abs(mask.mean() - 0.5) < 5 * np.sqrt(0.25 / n)
+    assert abs(np.corrcoef(first.ravel(), second.ravel())[0, 1]) < 5 / np.sqrt(n)
+
+
+def run_worker(tmp_path, env=None, devices=2):
+    out = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "tests.models.routing_worker", str(out),
+                           "--devices", str(devices)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, **(env or {})))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_unselected_block_keeps_weights_and_slots_on_one_device():
+    check_block_updates(routing_worker.block_update_report())
+
+
+def test_recompiling_keeps_one_guard():
+    model = routing_worker.tiny_model()
+    optimizer = model.optimizer
+    model.compile(optimizer)
+    # The new guard wraps Adam's own update, not the first guard.
+    assert model.block_update_guard._update_step.__self__ is optimizer
+
+
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory):
+    return run_worker(tmp_path_factory.mktemp("mirrored"))
+
+
+@pytest.mark.xdist_group("routing_mirrored")  # one run of the fixture's subprocess
+def test_unselected_block_keeps_weights_and_slots_on_two_replicas(mirrored):
+    check_block_updates(mirrored)
+    # A block selected on one replica only is updated alike on both.
+    assert mirrored["replica_difference"] == 0.0
+
+
+@pytest.mark.xdist_group("routing_mirrored")
+def test_replicas_draw_independent_dropout_masks(mirrored):
+    check_replica_masks(mirrored)

@@ -1,0 +1,65 @@
+"""Every model on Keras's JAX backend (issue 15): one subprocess with KERAS_BACKEND=jax
+(the backend is fixed at import) runs tests/jax_worker.py at tiny sizes; each test
+checks one part of its report. JAX's CPU wheel comes with the ``test`` extra."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.models.test_routing import check_block_updates, check_replica_masks
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Two CPU devices for keras.distribution; cheaper XLA passes: tiny graphs compile in
+# seconds instead of a minute on two shared cores (numerics are unchanged).
+# One worker process runs the module, so the JAX subprocess runs once (make test uses
+# pytest-xdist with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("jax_backend")
+XLA_FLAGS = ("--xla_force_host_platform_device_count=2 --xla_backend_optimization_level=0 "
+             "--xla_llvm_disable_expensive_passes=true")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("jax") / "report.json"
+    env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=XLA_FLAGS, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-m", "tests.jax_worker", str(out)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("model", ["nemot", "baseline", "nemot_pals", "nemot_modulated_ffn",
+                                   "nemot_hypergrid"])
+def test_fit_step_and_cached_decoding(report, model):
+    assert np.isfinite(report[model]["loss"])
+    assert report[model]["cached"] == report[model]["recomputed"]
+    assert all(len(ids) == 4 for ids in report[model]["cached"])
+
+
+def test_ngt_pals_hypergrid_and_modulated_activations_train(report):
+    assert np.isfinite(report["ngt_loss"])
+    assert np.isfinite(report["pals_loss"])
+    assert np.isfinite(report["hypergrid_loss"])
+    assert set(report["modact_losses"]) == {"cnn", "lstm"}
+    assert all(np.isfinite(v) for v in report["modact_losses"].values())
+
+
+def test_fused_attention_and_lean_loss_match(report):
+    assert report["fused_attention_difference"] < 1e-5
+    assert report["loss_relative_difference"] < 1e-5
+
+
+def test_dropout_generators(report):
+    n = 256 * 1024 * 2
+    for impl in ("threefry", "rbg"):
+        assert abs(report["dropout"][impl] - 0.9) < 5 * np.sqrt(0.09 / n), impl
+    assert abs(report["dropout"]["salt_correlation"]) < 5 / np.sqrt(n / 2)
+
+
+def test_block_updates_and_masks_under_data_parallel(report):
+    check_block_updates(report["routing"])
+    check_replica_masks(report["routing"])
