@@ -258,6 +258,9 @@ def add_parser(subparsers):
                         help="lm: stride(s) w of the sliding window (default: max_text_length; "
                              "thesis 768 and 32)")
     parser.add_argument("--limit", type=int, help="evaluate the first N examples/documents only")
+    parser.add_argument("--collapse-spaces", action="store_true",
+                        help="lm: turn each run of spaces left by the clean-up into one space "
+                             "(default: the original code's text, space for space)")
     parser.set_defaults(func=main)
     return parser
 
@@ -281,7 +284,14 @@ def main(args):
     else:
         task_token = _block_of(model, args.task_token or task)
     mode = args.mode or run.get("mode", "dec")
-    items = registry.load_examples(args.dataset, args.split, args.data_dir, expand=False)
+    options = {}
+    if args.collapse_spaces:
+        if task != "lm":
+            raise ValueError(f"--collapse-spaces: dataset {args.dataset} is a {task} dataset; "
+                             "the option is for the language-modelling sets")
+        options["collapse_spaces"] = True
+    items = registry.load_examples(args.dataset, args.split, args.data_dir, expand=False,
+                                   **options)
     if args.limit is not None:
         items = items[:args.limit]
     if not items:

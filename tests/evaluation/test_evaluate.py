@@ -147,10 +147,21 @@ def test_wikitext_perplexity(checkpoint, model, raw, tok, tmp_path):
     assert by_stride[4]["num_segments"] > by_stride[32]["num_segments"]
     report = (out / "lm_perplexity.md").read_text()
     assert "NeMoT_200 ♣ (w=768) (thesis Table 3.1) | 71.33 | 36.91" in report
+    # --collapse-spaces: the tidied text (one space per run), fewer ids to score.
+    tidy = tmp_path / "tidy"
+    run("--checkpoint", checkpoint, "--dataset", "wikitext2", "--split", "test",
+        "--data-dir", data_dir, "--out", tidy, "--window", 32, "--collapse-spaces")
+    collapsed = tok.encode_batch(registry.load_examples("wikitext2", "test", data_dir,
+                                                        collapse_spaces=True))
+    entry, = json.loads((tidy / "lm_perplexity.json").read_text())["results"]
+    assert entry["num_scored_tokens"] == sum(len(d) - 1 for d in collapsed) \
+        < by_stride[32]["num_scored_tokens"]
 
 
 def test_bad_arguments_are_named(checkpoint, raw, tmp_path):
     common = ["--checkpoint", checkpoint, "--split", "dev", "--out", tmp_path]
+    with pytest.raises(ValueError, match="--collapse-spaces: dataset race is a mqa dataset"):
+        run(*common, "--dataset", "race", "--data-dir", raw["race"], "--collapse-spaces")
     with pytest.raises(ValueError, match="--task lm: dataset race is a mqa dataset"):
         run(*common, "--dataset", "race", "--data-dir", raw["race"], "--task", "lm")
     with pytest.raises(ValueError, match="--task-token 'summarize_rs'.*no output block"):
