@@ -11,25 +11,27 @@ import numpy as np
 import pytest
 
 from tests.models.test_routing import check_block_updates, check_replica_masks
+from tests.once import once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Two CPU devices for keras.distribution; cheaper XLA passes: tiny graphs compile in
 # seconds instead of a minute on two shared cores (numerics are unchanged).
-# One worker process runs the module, so the JAX subprocess runs once (make test uses
-# pytest-xdist with --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("jax_backend")
 XLA_FLAGS = ("--xla_force_host_platform_device_count=2 --xla_backend_optimization_level=0 "
              "--xla_llvm_disable_expensive_passes=true")
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("jax") / "report.json"
-    env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=XLA_FLAGS, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-m", "tests.jax_worker", str(out)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(out.read_text())
+    def produce(directory):
+        env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=XLA_FLAGS,
+                   TF_CPP_MIN_LOG_LEVEL="3")
+        done = subprocess.run([sys.executable, "-m", "tests.jax_worker",
+                               str(directory / "report.json")], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    # One JAX subprocess per session, whichever xdist worker asks first.
+    return json.loads((once(tmp_path_factory, "jax", produce) / "report.json").read_text())
 
 
 @pytest.mark.parametrize("model", ["nemot", "baseline", "nemot_pals", "nemot_modulated_ffn",

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.models import routing_worker
+from tests.once import once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -56,16 +57,15 @@ def test_recompiling_keeps_one_guard():
 
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory):
-    return run_worker(tmp_path_factory.mktemp("mirrored"))
+    return json.loads((once(tmp_path_factory, "routing_mirrored", run_worker)
+                       / "report.json").read_text())
 
 
-@pytest.mark.xdist_group("routing_mirrored")  # one run of the fixture's subprocess
 def test_unselected_block_keeps_weights_and_slots_on_two_replicas(mirrored):
     check_block_updates(mirrored)
     # A block selected on one replica only is updated alike on both.
     assert mirrored["replica_difference"] == 0.0
 
 
-@pytest.mark.xdist_group("routing_mirrored")
 def test_replicas_draw_independent_dropout_masks(mirrored):
     check_replica_masks(mirrored)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from nemot.training import distributed
+from tests.once import once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # SGD: its update is linear in the gradient, so weights agree as closely as the
@@ -59,29 +60,31 @@ def _assert_same_weights(a, b, atol):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """One device, 2 mirrored logical CPUs, two workers: all four steps, same data."""
-    root = tmp_path_factory.mktemp("dist")
-    ports = _free_ports(2)
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    processes = [
-        _start(root / "single"),
-        _start(root / "mirrored", "--strategy", "mirrored", "--devices", "2"),
-    ] + [
-        _start(root / "multi", "--strategy", "multi-worker", env={
-            "WORKER_TAG": str(i),
-            "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})})
-        for i in range(2)
-    ]
-    for process in processes:
-        _finish(process)
-    return root
+    """One device, 2 mirrored logical CPUs, two workers: all four steps, same data (run
+    once per session, whichever xdist worker asks first)."""
+    def produce(root):
+        ports = _free_ports(2)
+        cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+        processes = [
+            _start(root / "single"),
+            _start(root / "mirrored", "--strategy", "mirrored", "--devices", "2"),
+        ] + [
+            _start(root / "multi", "--strategy", "multi-worker", env={
+                "WORKER_TAG": str(i),
+                "TF_CONFIG": json.dumps({"cluster": cluster,
+                                         "task": {"type": "worker", "index": i}})})
+            for i in range(2)
+        ]
+        for process in processes:
+            _finish(process)
+
+    return once(tmp_path_factory, "distributed", produce)
 
 
 def _history(path):
     return json.loads(path.read_text())
 
 
-@pytest.mark.xdist_group("distributed_runs")  # one run of the fixture's processes
 def test_mirrored_two_devices_equal_one_device(runs):
     single, mirrored = runs / "single", runs / "mirrored"
     _assert_same_weights(np.load(mirrored / "weights.npz"), np.load(single / "weights.npz"),
@@ -93,7 +96,6 @@ def test_mirrored_two_devices_equal_one_device(runs):
                                atol=1e-5)
 
 
-@pytest.mark.xdist_group("distributed_runs")
 def test_two_workers_end_with_identical_weights(runs):
     multi = runs / "multi"
     first, second = np.load(multi / "weights0.npz"), np.load(multi / "weights1.npz")
