@@ -47,8 +47,8 @@ def fused_attention_difference(nemot, vocab):
     unfused.set_weights(fused.get_weights())
     text = np.arange(1, 33, dtype="int32").reshape(2, 16)
     text[1, 10:] = vocab.PAD_ID
-    aux = np.array([[vocab.CLS_ID, mode, vocab.task_token_id("lm")] for mode in (vocab.DEC_ID, vocab.ENC_ID)],
-                   "int32")
+    aux = np.array([[vocab.CLS_ID, mode, vocab.task_token_id("lm")]
+                    for mode in (vocab.DEC_ID, vocab.ENC_ID)], "int32")
     ids = np.concatenate([aux, text], 1)
     out = [np.asarray(m({"token_ids": ids})["logits"]) for m in (fused, unfused)]
     return float(np.abs(out[0] - out[1]).max())
@@ -108,17 +108,20 @@ def ngt_fit():
     return history.history["loss"][-1]
 
 
-# NeMoT hosting each modulation kind (dropout on, mixed tasks, cached decoding).
+# NeMoT hosting every modulation kind (dropout on, mixed tasks, decoding), in two models
+# (a layer hosts one activation modulation): PALs (no cache: decoded by recomputation)
+# with HyperGrid's output gate; the modulated FFN with HyperGrid's weight grids (cached).
 NEMOT_MODULATIONS = {
-    "pals": [{"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}],
-    "modulated_ffn": [{"kind": "modulated_ffn", "sets": ["output"], "context": "neuromodulatory",
-                       "mod_units": "d_ff", "tau": "2sigmoid", "position": "pre"}],
-    "hypergrid": [{"kind": "hypergrid", "sets": ["vanilla"], "mode": "L2", "grid": [4, 8],
-                   "conditioning": "task"},
-                  {"kind": "hypergrid", "sets": ["output"], "mode": "LG", "grid": [8, 4],
-                   "conditioning": "context", "placement": "ffn1"},
-                  {"kind": "hypergrid_og", "sets": ["output"], "gates": 16,
-                   "conditioning": "context"}],
+    "pals_og": [{"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2},
+                {"kind": "hypergrid_og", "sets": ["output"], "gates": 16,
+                 "conditioning": "context"}],
+    "ffn_hypergrid": [{"kind": "modulated_ffn", "sets": ["output"],
+                       "context": "neuromodulatory", "mod_units": "d_ff", "tau": "2sigmoid",
+                       "position": "pre"},
+                      {"kind": "hypergrid", "sets": ["vanilla"], "mode": "L2", "grid": [4, 8],
+                       "conditioning": "task"},
+                      {"kind": "hypergrid", "sets": ["output"], "mode": "LG", "grid": [8, 4],
+                       "conditioning": "context", "placement": "ffn1"}],
 }
 
 

@@ -34,8 +34,8 @@ def report(tmp_path_factory):
     return json.loads((once(tmp_path_factory, "jax", produce) / "report.json").read_text())
 
 
-@pytest.mark.parametrize("model", ["nemot", "baseline", "nemot_pals", "nemot_modulated_ffn",
-                                   "nemot_hypergrid"])
+@pytest.mark.parametrize("model", ["nemot", "baseline", "nemot_pals_og",
+                                   "nemot_ffn_hypergrid"])
 def test_fit_step_and_cached_decoding(report, model):
     assert np.isfinite(report[model]["loss"])
     assert report[model]["cached"] == report[model]["recomputed"]
