@@ -18,6 +18,9 @@ and Welch's t-test between variants, beside the paper's numbers.
 - ``PAPER = {key: {metric: number}}``: the paper's numbers, keyed by
   ``"<experiment name>/<variant>"`` or by ``"<variant>"`` alone; optionally
   ``PAPER_NOTES = {experiment name: text}`` printed under the report.
+- optionally ``synthetic(experiment) -> bool``: the runs read generated data (a config
+  may also say so with the top-level key ``synthetic = true``). Reports of such runs
+  show no paper numbers: a number on generated data is not comparable with the paper's.
 
 ``reproduction`` may also be a dotted module path, for experiments outside the package.
 
@@ -107,10 +110,12 @@ def protocol_keys(raw, tables, source="config"):
     """``{name, output_dir, seeds, variants}`` of a config's TOML dict, checked: the
     protocol's top-level keys, ``[variants.<name>]`` tables and the package's ``tables``
     are the only keys; ``seeds`` defaults to ``[0]``."""
-    known = {"reproduction", "name", "output_dir", "seeds", "variants", *tables}
+    known = {"reproduction", "name", "output_dir", "seeds", "variants", "synthetic", *tables}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{source}: unknown key(s) {unknown}; expected some of {sorted(known)}")
+    if not isinstance(raw.get("synthetic", False), bool):
+        raise ValueError(f"{source}: synthetic: expected true or false, got {raw['synthetic']!r}")
     for key in ("name", "output_dir"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise ValueError(f"{source}: {key}: expected a non-empty string, got "
@@ -174,7 +179,8 @@ def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=Fals
     if not seeds:
         raise ValueError(f"{path}: seeds: expected at least one seed")
     out = Path(experiment.output_dir)
-    _write_manifest(out, reproduction_of(path), experiment.name, path, overrides, names, seeds)
+    _write_manifest(out, reproduction_of(path), experiment.name, path, overrides, names, seeds,
+                    is_synthetic(module, experiment, path, overrides))
     todo = [(v, s) for v in chosen for s in seeds
             if force or not (run_dir(out, v, s) / METRICS).exists()]
     log(f"{experiment.name}: {len(todo)} run(s) to do of {len(chosen) * len(seeds)} "
@@ -227,14 +233,34 @@ def _run_processes(path, overrides, todo, jobs, log):
     log(f"{len(todo)} run(s) done in separate processes")
 
 
-def _write_manifest(out, reproduction, name, path, overrides, variants, seeds):
+def is_synthetic(module, experiment, path, overrides=()):
+    """Whether the runs of ``experiment`` read generated data: the module's
+    ``synthetic(experiment)``, or the config's top-level ``synthetic = true``."""
+    from nemot.training.run_config import parse_override
+
+    if getattr(module, "synthetic", None) and module.synthetic(experiment):
+        return True
+    flag = read_config(path).get("synthetic", False)
+    for text in overrides:
+        key, value = parse_override(text)
+        if key == ("synthetic",):
+            flag = value
+    return flag is True
+
+
+def _write_manifest(out, reproduction, name, path, overrides, variants, seeds, synthetic):
     out.mkdir(parents=True, exist_ok=True)
     manifest = out / MANIFEST
     old = json.loads(manifest.read_text()) if manifest.exists() else {}
+    if old and old.get("synthetic", False) != synthetic:
+        raise ValueError(f"{out}: its runs read {'generated' if old.get('synthetic') else 'real'}"
+                         f" data; this config reads {'generated' if synthetic else 'real'} data:"
+                         " give it another output_dir")
     seeds = sorted(set(old.get("seeds", [])) | set(seeds))
     manifest.write_text(json.dumps({
         "reproduction": reproduction, "name": name, "config": str(path),
-        "overrides": list(overrides), "variants": variants, "seeds": seeds}, indent=2) + "\n")
+        "overrides": list(overrides), "variants": variants, "seeds": seeds,
+        "synthetic": synthetic}, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- statistics
@@ -337,6 +363,10 @@ def report(output_dir):
              f"config `{manifest['config']}`" + (
                  f", overrides `{' '.join(manifest['overrides'])}`" if manifest["overrides"]
                  else ""), ""]
+    synthetic = manifest.get("synthetic", False)
+    if synthetic:
+        lines += ["**Synthetic data**: these runs read generated data, so the paper's numbers "
+                  "are not comparable and are not shown.", ""]
     data = {"manifest": manifest, "summary": {}, "tests": {}}
     for metric in metrics:
         lines += [f"## {metric}", "", "| variant | n | mean ± SD | 95% CI | paper |",
@@ -346,7 +376,8 @@ def report(output_dir):
             if not values:
                 continue
             s = summarize(values)
-            paper = paper_numbers(module, manifest["name"], variant).get(metric)
+            paper = None if synthetic else paper_numbers(module, manifest["name"],
+                                                          variant).get(metric)
             data["summary"].setdefault(variant, {})[metric] = dict(
                 dataclasses.asdict(s), values=values, paper=paper)
             lines.append(f"| {variant} | {s.n} | {_fmt(s.mean)} ± {_fmt(s.sd)} | "
@@ -367,7 +398,7 @@ def report(output_dir):
                          f"{_fmt(p)} | {_fmt(g, 3)} |")
         lines.append("")
     note = getattr(module, "PAPER_NOTES", {}).get(manifest["name"])
-    if note:
+    if note and not synthetic:
         lines += [f"Paper: {note}", ""]
     return "\n".join(lines), data
 

@@ -45,9 +45,9 @@ def run_one(experiment, variant, seed, run_dir):
     return {"accuracy": BASE[variant] + 0.01 * seed + 0.003 * seed ** 2, "loss": 1.0 + seed}
 
 
-def tiny_config(tmp_path, seeds=(0, 1, 2)):
+def tiny_config(tmp_path, seeds=(0, 1, 2), head=""):
     path = tmp_path / "tiny.toml"
-    path.write_text(f'reproduction = "tests.test_runs"\nname = "tiny"\n'
+    path.write_text(f'{head}reproduction = "tests.test_runs"\nname = "tiny"\n'
                     f'output_dir = "{tmp_path / "out"}"\nseeds = {list(seeds)}\n'
                     '[variants.modulated]\n[variants.plain]\n')
     return path
@@ -119,6 +119,24 @@ def test_runs_over_two_seeds_then_reports_beside_the_paper(tmp_path, capsys):
     log = []
     runs.run_config(config, seeds=[0, 1], log=log.append)
     assert log[0].startswith("tiny: 0 run(s) to do of 4")
+
+
+def test_runs_on_generated_data_report_no_paper_numbers(tmp_path):
+    config = tiny_config(tmp_path, seeds=[0, 1], head="synthetic = true\n")
+    out = runs.run_config(config, log=lambda line: None)
+    text, data = runs.report(out)
+    assert "**Synthetic data**" in text and "Paper: made-up" not in text
+    assert "| 0.7790 |" not in text and "| modulated | 2 |" in text and "| – |" in text
+    assert data["summary"]["modulated"]["accuracy"]["paper"] is None
+    assert data["manifest"]["synthetic"] is True
+    # the same directory cannot collect runs on real data, nor the other way round
+    real = tiny_config(tmp_path, seeds=[2])
+    with pytest.raises(ValueError, match="out: its runs read generated data; this config "
+                                         "reads real data: give it another output_dir"):
+        runs.run_config(real, log=lambda line: None)
+    # `--set synthetic=true` marks runs of a real config too
+    assert runs.is_synthetic(types.SimpleNamespace(), None, real, ["synthetic=true"])
+    assert not runs.is_synthetic(types.SimpleNamespace(), None, real, ["seeds=[1]"])
 
 
 def test_separate_processes_write_the_same_runs(tmp_path):

@@ -241,3 +241,8 @@ def run_one(experiment, variant, seed, run_dir):
     if "val_accuracy" in result.history:
         metrics["validation_accuracy"] = result.history["val_accuracy"][-1]
     return metrics
+
+
+def synthetic(experiment):
+    """Whether the runs read generated data (``data.synthetic = N``)."""
+    return bool(experiment.data.synthetic)

@@ -19,7 +19,9 @@ def test_every_config_loads_with_paper_numbers_for_its_variants(path):
     exp = experiment.load(path)
     assert exp.output_dir == f"runs/modact/{exp.name}" and exp.seeds
     names = experiment.variants(exp)
-    assert any(f"{exp.name}/{v}" in experiment.PAPER for v in names)
+    assert all(f"{exp.name}/{v}" in experiment.PAPER for v in names)
+    assert not experiment.synthetic(exp)
+    assert experiment.synthetic(experiment.load(path, ["data.synthetic=8"]))
 
 
 def test_configs_hold_the_papers_settings():
