@@ -5,6 +5,7 @@ import csv
 import dataclasses
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -106,3 +107,18 @@ def test_a_cifar_run_with_augmentation_and_validation(tmp_path):
         "data.synthetic=40", "train.epochs=1", "train.batch_size=16", f"output_dir={tmp_path}"])
     metrics = experiment.run_one(exp, "modulated", 1, tmp_path / "run")
     assert set(metrics) == {"test_accuracy", "train_accuracy", "validation_accuracy"}
+    splits = data.load_splits(exp.data)
+    assert [len(y) for _, y in (splits.train, splits.validation, splits.test)] == [32, 8, 8]
+    # the reported accuracies are the saved model's on the held-out splits
+    model = keras.saving.load_model(tmp_path / "run" / "model_last.keras")
+    for split, key in ((splits.validation, "validation_accuracy"), (splits.test, "test_accuracy")):
+        predicted = model.predict(split[0].astype("float32") / 255.0, verbose=0).argmax(-1)
+        assert metrics[key] == pytest.approx(float(np.mean(predicted == split[1])))
+    # training batches are shifted and mirrored copies of the images, scaled to [0, 1]
+    plain = next(iter(data.train_dataset(splits.train, 16, seed=1, images=True)))[0].numpy()
+    augmented = next(iter(data.train_dataset(splits.train, 16, seed=1, augment=True,
+                                             images=True)))[0].numpy()
+    assert plain.shape == augmented.shape == (16, 32, 32, 3)
+    assert 0 <= augmented.min() and augmented.max() <= 1 and not np.allclose(plain, augmented)
+    with open(tmp_path / "run" / "results.csv") as f:
+        assert len(list(csv.DictReader(f))) == 1  # one epoch of ceil(32 / 16) steps

@@ -55,3 +55,30 @@ def test_model_config_rejects_bad_values():
         ModelConfig("lstm", cell="gru")
     with pytest.raises(ValueError, match="depth=41: a DenseNet needs depth = 3 n \\+ 4"):
         ModelConfig("densenet", depth=41)
+
+
+@pytest.mark.parametrize("modulated", [False, True])
+def test_densenet40_has_huang_et_al_block_structure(modulated):
+    """Depth 40 = the stem, 3 x 12 dense-layer convolutions, 2 transitions and the
+    classifier; each dense layer adds k = 12 channels; transitions keep the channels and
+    halve the resolution (no compression, no bottleneck)."""
+    model = models.build(ModelConfig("densenet", depth=40, growth_rate=12, dropout=0.5,
+                                     modulated=modulated))
+    conv_types = (keras.layers.Conv2D, ModulatedConv2D)
+    convs = [layer for layer in model.layers if isinstance(layer, conv_types)]
+    dense = [layer for layer in convs if layer.kernel_size in (3, (3, 3))][1:]  # past the stem
+    transitions = [layer for layer in convs if layer.kernel_size in (1, (1, 1))]
+    heads = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
+    assert len(convs) + len(heads) == 40 and len(dense) == 36 and len(transitions) == 2
+    assert all(isinstance(layer, ModulatedConv2D) == modulated for layer in dense)
+    assert convs[0].filters == 16 and all(layer.filters == 12 for layer in dense)
+    # the input width of each dense layer: 16 + 12 i, then 160 + 12 i, then 304 + 12 i
+    widths = [layer.input.shape[-1] for layer in dense]
+    assert widths == [start + 12 * i for start in (16, 160, 304) for i in range(12)]
+    assert [(t.input.shape[1], t.input.shape[-1], t.filters) for t in transitions] == [
+        (32, 160, 160), (16, 304, 304)]
+    assert heads[0].input.shape[-1] == 448 and len(heads) == 1
+    pooled = [layer for layer in model.layers if isinstance(layer, keras.layers.AveragePooling2D)]
+    assert [layer.output.shape[1] for layer in pooled] == [16, 8]
+    dropouts = [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+    assert len(dropouts) == 38 and all(layer.rate == 0.5 for layer in dropouts)
