@@ -31,6 +31,7 @@ def test_configs_hold_the_papers_settings():
     assert (cnn.data.validation_fraction, cnn.data.augment) == (0.2, True)
     names = experiment.load(CONFIGS / "names_lstm.toml")
     assert len(names.seeds) == 30 and names.train.optimizer == "sgd" and names.train.decay == 1e-4
+    assert names.train.loss_reduction == "sum"
     assert names.variants["C1"]["hidden"] == 40 and names.model["dropout"] == 0.2
     sst2 = experiment.load(CONFIGS / "sst2_lstm.toml")
     assert len(sst2.seeds) == 100 and sst2.train.batch_size == 5
@@ -61,6 +62,27 @@ def test_learning_rate_schedules():
         [1e-3, 1e-3, 1e-4, 1e-4, 1e-5, 1e-5])
     names = experiment.TrainConfig(optimizer="sgd", learning_rate=0.01, decay=1e-4).schedule(1)
     assert float(names(5000)) == pytest.approx(0.01 / (1 + 1e-4 * 5000))
+
+
+def test_a_summed_loss_moves_sgd_batch_size_times_as_far():
+    x = np.array([[1, 2, 3], [4, 5, 0], [6, 0, 0], [7, 8, 9]], "int32")
+    y = np.array([0, 1, 2, 1], "int32")
+    steps = {}
+    for reduction in ("mean", "sum"):
+        keras.utils.set_random_seed(0)
+        model = experiment.models.build(experiment.models.ModelConfig(
+            "lstm", hidden=4, embedding_dim=3, vocab_size=10, num_classes=3))
+        before = [w.numpy() for w in model.trainable_weights]
+        train = experiment.TrainConfig(optimizer="sgd", learning_rate=0.1,
+                                       loss_reduction=reduction)
+        experiment.compile_model(model, train, total_steps=1)
+        model.train_on_batch(x, y)
+        steps[reduction] = [w.numpy() - b for w, b in zip(model.trainable_weights, before)]
+    for mean, summed in zip(steps["mean"], steps["sum"]):
+        np.testing.assert_allclose(summed, 4 * mean, rtol=1e-3, atol=1e-6)
+    assert any(np.abs(step).max() > 0 for step in steps["mean"])
+    with pytest.raises(ValueError, match="loss_reduction='total': expected one of"):
+        experiment.TrainConfig(loss_reduction="total")
 
 
 def test_held_out_splits_are_seeded_and_disjoint(tmp_path):
