@@ -80,6 +80,9 @@ class TrainConfig:
             files").
         steps_per_epoch: 0 is one pass over the training split.
         jit_compile: XLA-compile the train step.
+        steps_per_execution: training steps per compiled call (Keras ``compile``); 0 is
+            a whole epoch per call, which saves most of the per-step overhead of the
+            small LSTMs (the same updates, in the same order).
         verbose: Keras fit verbosity.
     """
 
@@ -92,6 +95,7 @@ class TrainConfig:
     loss_reduction: str = "mean"
     steps_per_epoch: int = 0
     jit_compile: bool = False
+    steps_per_execution: int = 1
     verbose: int = 0
 
     def __post_init__(self):
@@ -100,6 +104,9 @@ class TrainConfig:
         if self.loss_reduction not in LOSS_REDUCTIONS:
             raise ValueError(f"loss_reduction={self.loss_reduction!r}: expected one of "
                              f"{sorted(LOSS_REDUCTIONS)}")
+        if self.steps_per_execution < 0:
+            raise ValueError(f"steps_per_execution={self.steps_per_execution}: expected >= 1, "
+                             "or 0 for a whole epoch per call")
         if self.batch_size < 1 or self.epochs < 1:
             raise ValueError(f"batch_size={self.batch_size}, epochs={self.epochs}: expected >= 1")
         object.__setattr__(self, "lr_drops", tuple(self.lr_drops))
@@ -215,7 +222,7 @@ def data_source(experiment, splits, seed):
                            validation=validation if splits.validation else None)
 
 
-def compile_model(model, train, total_steps):
+def compile_model(model, train, total_steps, steps_per_epoch=1):
     """Cross-entropy on the logits (averaged or summed over the batch), accuracy, the
     config's optimizer and schedule."""
     import keras
@@ -223,7 +230,8 @@ def compile_model(model, train, total_steps):
     loss = keras.losses.SparseCategoricalCrossentropy(
         from_logits=True, reduction=LOSS_REDUCTIONS[train.loss_reduction])
     model.compile(optimizer=train.make_optimizer(total_steps), loss=loss,
-                  metrics=["accuracy"], jit_compile=train.jit_compile)
+                  metrics=["accuracy"], jit_compile=train.jit_compile,
+                  steps_per_execution=train.steps_per_execution or steps_per_epoch)
 
 
 def run_one(experiment, variant, seed, run_dir):
@@ -245,7 +253,7 @@ def run_one(experiment, variant, seed, run_dir):
                          verbose=train.verbose),
         run_dir, seed=seed, config_toml=dump_toml(resolved),
         compile_model=lambda model: compile_model(
-            model, train, source.steps_per_epoch * train.epochs))
+            model, train, source.steps_per_epoch * train.epochs, source.steps_per_epoch))
     test = result.model.evaluate(
         data.eval_dataset(splits.test, train.batch_size, experiment.data.dataset == "cifar10"),
         return_dict=True, verbose=0)

@@ -31,7 +31,7 @@ def test_configs_hold_the_papers_settings():
     assert (cnn.data.validation_fraction, cnn.data.augment) == (0.2, True)
     names = experiment.load(CONFIGS / "names_lstm.toml")
     assert len(names.seeds) == 30 and names.train.optimizer == "sgd" and names.train.decay == 1e-4
-    assert names.train.loss_reduction == "sum"
+    assert names.train.loss_reduction == "sum" and names.train.steps_per_execution == 0
     assert names.variants["C1"]["hidden"] == 40 and names.model["dropout"] == 0.2
     sst2 = experiment.load(CONFIGS / "sst2_lstm.toml")
     assert len(sst2.seeds) == 100 and sst2.train.batch_size == 5
@@ -85,6 +85,24 @@ def test_a_summed_loss_moves_sgd_batch_size_times_as_far():
         experiment.TrainConfig(loss_reduction="total")
 
 
+def test_a_whole_epoch_per_call_makes_the_same_updates():
+    x = np.array([[1, 2, 3], [4, 5, 0], [6, 0, 0], [7, 8, 9]], "int32")
+    y = np.array([0, 1, 2, 1], "int32")
+    weights = []
+    for steps_per_execution in (1, 0):
+        keras.utils.set_random_seed(0)
+        model = experiment.models.build(experiment.models.ModelConfig(
+            "lstm", hidden=4, embedding_dim=3, vocab_size=10, num_classes=3))
+        train = experiment.TrainConfig(optimizer="sgd", learning_rate=0.5, decay=0.1,
+                                       steps_per_execution=steps_per_execution)
+        experiment.compile_model(model, train, total_steps=4, steps_per_epoch=2)
+        assert model.steps_per_execution == (steps_per_execution or 2)
+        model.fit(x, y, batch_size=2, epochs=2, shuffle=False, verbose=0)
+        weights.append([w.numpy() for w in model.trainable_weights])
+    for one, whole in zip(*weights):
+        np.testing.assert_allclose(one, whole, rtol=1e-5, atol=1e-6)
+
+
 def test_held_out_splits_are_seeded_and_disjoint(tmp_path):
     fixtures.names(tmp_path / "names")
     config = data.DataConfig("names", dir=str(tmp_path / "names"), test_fraction=0.34)
@@ -113,7 +131,7 @@ def test_sst2_words_get_training_vocabulary_ids(tmp_path):
 def test_a_names_run_trains_through_the_shared_loop(tmp_path):
     config = CONFIGS / "names_lstm.toml"
     exp = experiment.load(config, ["data.synthetic=96", "train.epochs=3", "model.hidden=8",
-                                   "model.embedding_dim=8", "train.learning_rate=0.5",
+                                   "model.embedding_dim=8", "train.learning_rate=0.02",
                                    f"output_dir={tmp_path}"])
     metrics = experiment.run_one(exp, "modulated", 0, tmp_path / "run")
     assert set(metrics) == {"test_accuracy", "train_accuracy"}
