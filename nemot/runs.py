@@ -181,7 +181,9 @@ def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=Fals
     out = Path(experiment.output_dir)
     _write_manifest(out, reproduction_of(path), experiment.name, path, overrides, names, seeds,
                     is_synthetic(module, experiment, path, overrides))
-    todo = [(v, s) for v in chosen for s in seeds
+    # Seed by seed, every variant at each: an interrupted experiment has runs of every
+    # variant, with n differing by at most one.
+    todo = [(v, s) for s in seeds for v in chosen
             if force or not (run_dir(out, v, s) / METRICS).exists()]
     log(f"{experiment.name}: {len(todo)} run(s) to do of {len(chosen) * len(seeds)} "
         f"({len(chosen)} variant(s) x {len(seeds)} seed(s)) -> {out}")

@@ -119,6 +119,11 @@ def test_runs_over_two_seeds_then_reports_beside_the_paper(tmp_path, capsys):
     log = []
     runs.run_config(config, seeds=[0, 1], log=log.append)
     assert log[0].startswith("tiny: 0 run(s) to do of 4")
+    # runs go seed by seed, so an interrupted experiment has every variant
+    log = []
+    runs.run_config(config, seeds=[2, 3], log=log.append)
+    assert [line.split(":")[0].strip() for line in log[1:5]] == [
+        "modulated seed 2", "plain seed 2", "modulated seed 3", "plain seed 3"]
 
 
 def test_runs_on_generated_data_report_no_paper_numbers(tmp_path):
