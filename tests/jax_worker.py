@@ -143,7 +143,8 @@ def pals_fit():
 
 
 def hypergrid_fit():
-    """HyperGridT5 (LG grids, task conditioning) with dropout: one ``fit`` step."""
+    """HyperGridT5 (LG grids, T′ from the layers' own self-attention) with dropout: one
+    ``fit`` step."""
     import keras
     import keras_hub
 
@@ -152,7 +153,7 @@ def hypergrid_fit():
     backbone = keras_hub.models.T5Backbone(vocabulary_size=64, num_layers=2, num_heads=2,
                                            hidden_dim=16, intermediate_dim=32, dropout=0.1,
                                            use_gated_activation=False)
-    model = HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 4], "heads": 2})
+    model = HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 4]})
     model.compile(keras.optimizers.Adafactor(1e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     rng = np.random.default_rng(0)

@@ -37,7 +37,8 @@ def add_parser(subparsers):
     run.add_argument("--seeds", nargs="+", type=int, help="override the config's seeds")
     with_config(commands.add_parser("report", help="finished runs beside the paper's table"))
     params = with_config(commands.add_parser(
-        "params", help="parameters of every variant (random weights of the config's sizes)"))
+        "params", help="parameters of every variant from the config's sizes (offline), the "
+                       "added ones beside the paper's formula"))
     params.add_argument("--variants", nargs="+", help="only these variants")
     synthetic = commands.add_parser("synthetic", help="write the synthetic GLUE + SuperGLUE")
     synthetic.add_argument("--out", required=True)
@@ -46,21 +47,6 @@ def add_parser(subparsers):
     synthetic.add_argument("--seed", type=int, default=0)
     parser.set_defaults(func=main_hypergrid)
     return parser
-
-
-def parameter_counts(experiment, names=None):
-    """``{variant: {"total": n, "hypergrid": n added}}`` on randomly initialised backbones."""
-    from nemot.hypergrid.model import HyperGridT5
-    from nemot.hypergrid.t5 import load_backbone
-
-    counts = {}
-    for name in names or list(experiment.variants):
-        settings = experiment.settings(name)
-        backbone = load_backbone(settings["backbone"])
-        model = HyperGridT5(backbone, len(experiment.data["tasks"]), settings["hypergrid"])
-        counts[name] = {"total": model.count_params(),
-                        "hypergrid": model.count_params() - backbone.count_params()}
-    return counts
 
 
 def main_hypergrid(args):
@@ -82,7 +68,8 @@ def main_hypergrid(args):
     elif args.hypergrid_command == "report":
         print(report(experiment))
     else:
-        print(json.dumps(parameter_counts(experiment, args.variants), indent=2))
+        print(json.dumps(hg.parameter_counts(experiment, args.variants), indent=2,
+                         ensure_ascii=False))
     return 0
 
 

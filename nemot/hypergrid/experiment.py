@@ -18,10 +18,13 @@ An experiment is a TOML file (``configs/hypergrid/``)::
                  runs), eval_batch_size, mixed_precision, jit_compile, run_eagerly (no
                  tracing: tiny smoke runs), strategy, checkpoint_every, keep_checkpoints,
                  verbose
-    [hypergrid]  the variants' defaults: mode, grid, placement, conditioning, heads, ...
+    [hypergrid]  the variants' defaults: mode, grid, placement, conditioning, orientation,
+                 heads, ...
     [variants.<name>]  hypergrid = false (plain T5, the paper's single-model baseline),
-                 HyperGrid options overriding [hypergrid], backbone / tokenizer, and a
-                 [variants.<name>.train] table overriding [train] (Table 3's sizes)
+                 per_task = true (with hypergrid = false: one T5 fine-tuned per task, the
+                 paper's Multi-Model / T5 PTFT), HyperGrid options overriding [hypergrid],
+                 backbone / tokenizer, and a [variants.<name>.train] table overriding
+                 [train] (Table 3's sizes)
 
 Paper settings (appendix 6.3): Adafactor at a constant 1e-3, batch 128, 100k steps
 (base; large 200k), embeddings frozen, proportional mixing of all GLUE and SuperGLUE
@@ -31,7 +34,9 @@ tasks but WNLI. Keras' Adafactor scales each update by the parameter's RMS (with
 A run writes the trainer's files (``results.csv`` with every dev score per epoch,
 ``best.json``, ``model_last.keras``...) into its run directory; :func:`run_one`
 returns the scores of the last epoch (``select = "last"``) or of the epoch with the
-best GLUE average.
+best GLUE average. A ``per_task`` run trains each task alone in ``<run dir>/<task>/``
+(resumable task by task), keeps each task's best dev epoch ("the best checkpoint (of
+each task)", s.3.1.1) and averages those task scores by the benchmarks' rules.
 
 Example:
     >>> experiment = load("configs/hypergrid/table4.toml", ["train.steps=1000"])
@@ -57,8 +62,8 @@ TRAIN_KEYS = {"batch_size", "steps", "steps_per_epoch", "learning_rate", "freeze
               "eval_batch_size", "mixed_precision", "jit_compile", "run_eagerly", "strategy",
               "checkpoint_every", "keep_checkpoints", "verbose"}
 HYPERGRID_KEYS = {"mode", "grid", "placement", "conditioning", "heads", "key_dim", "scalar",
-                  "materialise", "residual", "initializer", "gates"}
-VARIANT_KEYS = HYPERGRID_KEYS | {"hypergrid", "backbone", "tokenizer", "train"}
+                  "materialise", "residual", "initializer", "gates", "orientation"}
+VARIANT_KEYS = HYPERGRID_KEYS | {"hypergrid", "per_task", "backbone", "tokenizer", "train"}
 OG_DEFAULTS = ("conditioning", "heads", "key_dim")  # the [hypergrid] defaults an OG variant takes
 TOP_KEYS = {"reproduction", "name", "output_dir", "seeds", "table", "model", "data", "train",
             "hypergrid", "variants"}
@@ -89,7 +94,8 @@ class Experiment:
     source: str = "<dict>"
 
     def settings(self, variant):
-        """``{"backbone", "tokenizer", "hypergrid" (options or None), "train"}`` of ``variant``."""
+        """``{"backbone", "tokenizer", "hypergrid" (options or None), "per_task", "train"}``
+        of ``variant``."""
         if variant not in self.variants:
             raise ValueError(f"{self.source}: no variant {variant!r}; expected one of "
                              f"{list(self.variants)}")
@@ -97,7 +103,13 @@ class Experiment:
         backbone = spec.pop("backbone", self.model["backbone"])
         out = {"backbone": backbone,
                "tokenizer": spec.pop("tokenizer", self.model.get("tokenizer") or backbone),
+               "per_task": spec.pop("per_task", False),
                "train": {**self.train, **spec.pop("train", {})}}
+        if out["per_task"] is not False and (out["per_task"] is not True
+                                             or spec.get("hypergrid", True)):
+            raise ValueError(f"{self.source}: variant {variant!r}: per_task = "
+                             f"{out['per_task']!r}: expected true with hypergrid = false "
+                             "(the Multi-Model baseline: plain T5 per task) or no per_task")
         if spec.pop("hypergrid", True):
             defaults = self.hypergrid
             if spec.get("mode", defaults.get("mode")) == "OG":  # the grid defaults do not apply
@@ -198,20 +210,23 @@ def variants(experiment):
 
 
 def _last_or_best(run_dir, select):
-    """The dev scores of the selected epoch, from the trainer's ``results.csv``."""
+    """The dev scores of the selected epoch (``"last"``, ``"best_glue"`` or ``"best_avg"``),
+    from the trainer's ``results.csv``."""
     with open(Path(run_dir) / "results.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         raise ValueError(f"{run_dir}/results.csv: no epochs")
-    row = rows[-1] if select == "last" else max(rows, key=lambda r: float(r["val_glue"]))
+    best = "val_" + select[len("best_"):]
+    row = rows[-1] if select == "last" else max(rows, key=lambda r: float(r[best]))
     out = {key[len("val_"):]: float(value) for key, value in row.items()
            if key.startswith("val_") and key not in ("val_loss", "val_metric") and value != ""}
     out["epoch"] = float(row["epoch"])
     return out
 
 
-def build_run(experiment, variant, seed):
-    """``(build_model, compile_model, mixture)`` of one run (data read and tokenised)."""
+def build_run(experiment, variant, seed, tasks=None):
+    """``(build_model, compile_model, mixture)`` of one run (data read and tokenised);
+    ``tasks``: these of the experiment's tasks only (a per-task run)."""
     import keras
 
     from nemot.hypergrid.data import IGNORE, load_mixture
@@ -221,7 +236,8 @@ def build_run(experiment, variant, seed):
     settings = experiment.settings(variant)
     data, train = experiment.data, settings["train"]
     mixture = load_mixture(load_tokenizer(settings["tokenizer"]), data["glue_dir"],
-                           data["superglue_dir"], data["tasks"], data["max_input_length"],
+                           data["superglue_dir"], tasks or data["tasks"],
+                           data["max_input_length"],
                            data["max_target_length"], data["cap"], seed,
                            glue_source=data["glue_source"],
                            superglue_source=data["superglue_source"])
@@ -251,16 +267,28 @@ def resolved_toml(experiment, variant, seed):
         "seed": seed, "table": experiment.table,
         "model": {**experiment.model, "backbone": backbone if isinstance(backbone, str)
                   else json.dumps(backbone), "tokenizer": settings["tokenizer"]},
-        "data": experiment.data, "train": settings["train"],
+        "data": experiment.data, "train": settings["train"], "per_task": settings["per_task"],
         "hypergrid": settings["hypergrid"] or {"enabled": False}})
 
 
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` with ``seed`` into ``run_dir`` (resuming if it has checkpoints)
     and return its dev scores: ``avg``, ``glue``, ``superglue`` and per task (×100)."""
+    train = experiment.settings(variant)["train"]
+    if experiment.settings(variant)["per_task"]:
+        scores = _per_task(experiment, variant, seed, run_dir)
+    else:
+        _train(experiment, variant, seed, run_dir)
+        scores = _last_or_best(run_dir, train["select"])
+    Path(run_dir, "metrics.json").write_text(json.dumps(scores, indent=2), encoding="utf-8")
+    return scores
+
+
+def _train(experiment, variant, seed, run_dir, tasks=None):
+    """One training run through the shared trainer (``results.csv`` in ``run_dir``)."""
     from nemot.training.loop import DataSource, TrainConfig, run
 
-    build_model, compile_model, mixture = build_run(experiment, variant, seed)
+    build_model, compile_model, mixture = build_run(experiment, variant, seed, tasks)
     train = experiment.settings(variant)["train"]
 
     def metric(model):
@@ -279,9 +307,34 @@ def run_one(experiment, variant, seed, run_dir):
                          freeze=tuple(train["freeze"]))
     run(build_model, source, config, run_dir, compile_model=compile_model, seed=seed,
         config_toml=resolved_toml(experiment, variant, seed))
-    scores = _last_or_best(run_dir, train["select"])
-    Path(run_dir, "metrics.json").write_text(json.dumps(scores, indent=2), encoding="utf-8")
-    return scores
+
+
+def _per_task(experiment, variant, seed, run_dir):
+    """The Multi-Model baseline: one T5 per task in ``<run_dir>/<task>/``, each scored at
+    its best dev epoch; GLUE and SuperGLUE averages over those task scores."""
+    rows = {}
+    for key in experiment.data["tasks"]:
+        task_dir = Path(run_dir, key.replace("/", "_"))
+        done = task_dir / "metrics.json"
+        if not done.is_file():  # resumable task by task
+            _train(experiment, variant, seed, task_dir, tasks=[key])
+            done.write_text(json.dumps(_last_or_best(task_dir, "best_avg"), indent=2),
+                            encoding="utf-8")
+        rows[key] = json.loads(done.read_text(encoding="utf-8"))
+    return combine_task_runs(rows)
+
+
+def combine_task_runs(rows):
+    """One score table from per-task runs ``{task key: that run's selected scores}``: each
+    run's task scores, the GLUE average of its runs' ``glue`` (MNLI's already the mean of
+    matched and mismatched), the SuperGLUE one of their ``superglue``, and ``avg``."""
+    out, averages = {}, {}
+    for key, scores in rows.items():
+        benchmark = key.split("/")[0]
+        averages.setdefault(benchmark, []).append(scores[benchmark])
+        out.update({k: v for k, v in scores.items() if k.startswith(benchmark + "/")})
+    means = {b: sum(v) / len(v) for b, v in averages.items()}
+    return {**means, "avg": sum(means.values()) / len(means), **out}
 
 
 # ---------------------------------------------------------------- the paper's numbers
@@ -336,6 +389,8 @@ PAPER = {
     # Table 4, base: the baseline is the mean (± SD) of 4 runs.
     "table4/baseline": {**_avg_row(85.03, 73.77, 79.40), "glue_sd": 0.087,
                         "superglue_sd": 0.150, "avg_sd": 0.091},
+    # "Base (Max)": the max of those runs, against which the paper states its gains.
+    "table4/baseline (max)": _avg_row(85.11, 73.83, 79.40),
     "table4/L": _avg_row(85.60, 74.50, 80.05),
     "table4/L2": _avg_row(85.22, 75.30, 80.26),
     "table4/GL": _avg_row(85.12, 75.00, 80.05),
@@ -359,6 +414,54 @@ PAPER = {
 }
 
 
+# Tables that also print the run with the best avg of one variant as "<variant> (max)".
+MAX_ROWS = {"table4": "baseline"}
+
+
 def paper_row(experiment, variant):
     """The paper's numbers for ``variant`` of ``experiment`` (``{}`` if it has none)."""
     return PAPER.get(f"{experiment.table}/{variant}", {})
+
+
+# ---------------------------------------------------------------- parameter costs
+
+# The paper's added cost per layer (s.2.2, "Parameter Costs"); L and OG have none. Its
+# d_f·d_c is L_c's size with a d_f-wide input, which eqs. 3-6 never define (T′ ∈ R^{d_m}):
+# "paper" evaluates it with d_f = d_m (what L_c has), "paper_as_printed" with d_f.
+PAPER_COSTS = {"LG": ("d_m·d_r + d_c", lambda d_m, d_f, d_r, d_c: d_m * d_r + d_c),
+               "GL": ("d_r + d_f·d_c", lambda d_m, d_f, d_r, d_c: d_r + d_f * d_c),
+               "L2": ("d_m·d_r + d_f·d_c", lambda d_m, d_f, d_r, d_c: d_m * d_r + d_f * d_c)}
+
+
+def parameter_counts(experiment, names=None):
+    """Per variant, offline and without building a T5 (sizes of :func:`~nemot.hypergrid.t5.
+    backbone_sizes`): ``total`` (Multi-Model: one T5 per task), ``added`` by HyperGrid and
+    its parts (``grids``, ``task_embeddings``, ``attention``: a separate conditioning
+    MHSA; ``hypergrids``: modulated projections), and for LG, GL and L² the paper's
+    per-layer formula times the HyperGrids (``paper``; see :data:`PAPER_COSTS`)."""
+    from nemot.hypergrid.model import added_parameters
+    from nemot.hypergrid.t5 import backbone_sizes, t5_parameters
+
+    counts = {}
+    for name in names or variants(experiment):
+        settings = experiment.settings(name)
+        try:
+            sizes = backbone_sizes(settings["backbone"])
+        except ValueError as error:
+            raise ValueError(f"{experiment.source}, variant {name!r}: {error}") from None
+        hypergrid = settings["hypergrid"]
+        added = added_parameters(sizes, len(experiment.data["tasks"]), hypergrid)
+        models = len(experiment.data["tasks"]) if settings["per_task"] else 1
+        row = {"total": models * t5_parameters(sizes) + added["total"], "models": models,
+               "added": added.pop("total"), **added}
+        mode = (hypergrid or {}).get("mode", "LG")
+        if hypergrid is not None and mode in PAPER_COSTS:
+            formula, cost = PAPER_COSTS[mode]
+            d_r, d_c = hypergrid.get("grid", (32, 128))
+            d_m, d_f = sizes["hidden_dim"], sizes["intermediate_dim"]
+            row.update(paper_formula=f"{added['hypergrids']} × ({formula})",
+                       paper=added["hypergrids"] * cost(d_m, d_m, d_r, d_c))
+            if "d_f" in formula:
+                row["paper_as_printed"] = added["hypergrids"] * cost(d_m, d_f, d_r, d_c)
+        counts[name] = row
+    return counts

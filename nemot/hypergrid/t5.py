@@ -1,7 +1,9 @@
 """T5 checkpoints and tokenizer: a KerasHub preset (``t5_base_multi``...), a KerasHub
 preset directory, a Hugging Face T5 directory (``config.json``, ``model.safetensors``
 or its sharded index, ``spiece.model``; read offline), or a table of sizes for a
-randomly initialised T5 (tests, smoke runs).
+randomly initialised T5 (tests, smoke runs). :func:`backbone_sizes` and
+:func:`t5_parameters` give a source's sizes and parameter count offline, without
+weights (``nemot hypergrid params``).
 
 KerasHub 0.32 has no Hugging Face converter for T5, so :func:`from_hugging_face`
 maps the checkpoint's tensors onto ``T5Backbone`` itself (PyTorch ``[out, in]`` →
@@ -33,7 +35,12 @@ T5_SIZES = {
                    key_value_dim=128),
 }
 T5_VOCABULARY = 32128
+# KerasHub's T5 v1.0 presets (the paper's model) -> their T5_SIZES; their parameter
+# counts equal KerasHub's preset metadata (tested).
+PRESET_SIZES = {"t5_small_multi": "t5_small", "t5_base_multi": "t5_base",
+                "t5_large_multi": "t5_large"}
 HF_ACTIVATIONS = {"relu": False, "gated-gelu": True}  # -> use_gated_activation
+RELATIVE_BUCKETS = 32  # KerasHub's T5 (and every released checkpoint)
 
 
 def _is_hugging_face(source):
@@ -41,6 +48,46 @@ def _is_hugging_face(source):
     if not config.is_file():
         return False
     return json.loads(config.read_text(encoding="utf-8")).get("model_type") is not None
+
+
+def backbone_sizes(source):
+    """The ``T5Backbone`` arguments (no weights, no network) of a source of
+    :func:`load_backbone`: a table of sizes, a :data:`T5_SIZES` name, a preset of
+    :data:`PRESET_SIZES`, or a Hugging Face / KerasHub preset directory's config.json."""
+    if isinstance(source, dict):
+        return {"use_gated_activation": False, **source}
+    name = PRESET_SIZES.get(source, source)
+    if name in T5_SIZES:
+        return dict(vocabulary_size=T5_VOCABULARY, use_gated_activation=False, **T5_SIZES[name])
+    config = Path(source) / "config.json"
+    if config.is_file():
+        if _is_hugging_face(source):
+            return _hf_sizes(_hf_config(source))
+        saved = json.loads(config.read_text(encoding="utf-8"))
+        if saved.get("class_name") == "T5Backbone":  # a KerasHub preset directory
+            return {k: v for k, v in saved["config"].items()
+                    if k not in ("name", "trainable", "dtype", "dropout", "activation",
+                                 "layer_norm_epsilon")}
+    raise ValueError(f"backbone {source!r}: its sizes are not known offline; expected a preset "
+                     f"among {sorted(PRESET_SIZES)}, a name among {sorted(T5_SIZES)}, a Hugging "
+                     f"Face T5 or KerasHub preset directory (config.json) or a table of sizes")
+
+
+def t5_parameters(sizes):
+    """``T5Backbone(**sizes).count_params()`` without building it: the shared embedding
+    (and the untied head), per layer Q/K/V/O, the feed-forward matrices and RMS norms
+    (decoder: cross-attention too), the first layers' relative position biases and the
+    two final norms."""
+    d, f, layers = sizes["hidden_dim"], sizes["intermediate_dim"], sizes["num_layers"]
+    inner = sizes["num_heads"] * (sizes.get("key_value_dim") or d // sizes["num_heads"])
+    attention = 4 * d * inner
+    feedforward = (3 if sizes.get("use_gated_activation", True) else 2) * d * f
+    encoder_layer = attention + feedforward + 2 * d
+    decoder_layer = encoder_layer + attention + d
+    embedding = sizes["vocabulary_size"] * d * (1 if sizes.get("tie_embedding_weights", True)
+                                                else 2)
+    return (embedding + layers * (encoder_layer + decoder_layer)
+            + 2 * RELATIVE_BUCKETS * sizes["num_heads"] + 2 * d)
 
 
 def load_backbone(source, dropout=0.1):
@@ -154,6 +201,15 @@ def hf_weight_map(backbone):
     return pairs
 
 
+def _hf_sizes(config):
+    """``T5Backbone`` sizes of a Hugging Face T5 config."""
+    return dict(vocabulary_size=config["vocab_size"], num_layers=config["num_layers"],
+                num_heads=config["num_heads"], hidden_dim=config["d_model"],
+                intermediate_dim=config["d_ff"], key_value_dim=config["d_kv"],
+                use_gated_activation=HF_ACTIVATIONS[config.get("feed_forward_proj", "relu")],
+                tie_embedding_weights=config.get("tie_word_embeddings", True))
+
+
 def from_hugging_face(source, dropout=0.1):
     """A ``T5Backbone`` with the weights of a Hugging Face T5 directory."""
     import keras_hub
@@ -161,15 +217,12 @@ def from_hugging_face(source, dropout=0.1):
     config = _hf_config(source)
     from keras_hub.src.utils.keras_utils import gelu_approximate
 
-    gated = HF_ACTIVATIONS[config.get("feed_forward_proj", "relu")]
-    activation = gelu_approximate if gated else "relu"  # HF's gated-gelu is the tanh GELU
+    sizes = _hf_sizes(config)
+    # HF's gated-gelu is the tanh GELU
+    activation = gelu_approximate if sizes["use_gated_activation"] else "relu"
     backbone = keras_hub.models.T5Backbone(
-        vocabulary_size=config["vocab_size"], num_layers=config["num_layers"],
-        num_heads=config["num_heads"], hidden_dim=config["d_model"],
-        intermediate_dim=config["d_ff"], key_value_dim=config["d_kv"], dropout=dropout,
-        activation=activation, use_gated_activation=gated,
-        layer_norm_epsilon=config.get("layer_norm_epsilon", 1e-6),
-        tie_embedding_weights=config.get("tie_word_embeddings", True))
+        **sizes, dropout=dropout, activation=activation,
+        layer_norm_epsilon=config.get("layer_norm_epsilon", 1e-6))
     tensors = _hf_tensors(source)
     for name, (variable, transpose) in hf_weight_map(backbone).items():
         if name not in tensors:

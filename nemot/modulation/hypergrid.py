@@ -11,13 +11,22 @@ For a projection ``W ∈ R^{n_in×n_out}`` (Keras layout, input rows)::
 ``W`` (rows ``i·n_in/d_r ...``, columns ``j·n_out/d_c ...``) is scaled by ``Ĝ[i, j]``,
 i.e. ``ψ(Ĝ) = kron(Ĝ, 1_{(n_in/d_r)×(n_out/d_c)})``. The paper's "repeat vector
 function" could also be read as tiling (``np.tile``); contiguous blocks keep each
-gate on a contiguous group of input features and output units. ``d_r`` splits the
-input axis (the paper's "fan-in"), ``d_c`` the output axis ("fan-out"); both must
-divide.
+gate on a contiguous group of input features and output units.
+
+**Orientation, which axis d_r splits.** The paper gives two readings that disagree
+for the second FFN matrix (d_f → d_m). Its text calls d_r the grid size of the
+"fan-in" and d_c of the "fan-out" (s.2.1.1, s.3.1.4): ``orientation="fan"`` (our
+default), d_r splits the inputs ``n_in`` and d_c the outputs ``n_out``. Its eq. 3
+writes ``W ∈ R^{d_m×d_f}`` (eq. 1: ``Y = Wx``, rows are outputs), asks ``d_m mod d_r =
+0`` and ``d_f mod d_c = 0`` and repeats Ĝ ``d_m/d_r`` times on the row axis:
+``orientation="eq3"``, d_r splits the outputs and d_c the inputs, i.e. the grid laid
+over the Keras kernel is Ĝᵀ. At T5-base a 32×128 grid on FFN2 gives blocks of 96×6
+(inputs × outputs) under ``"fan"`` and 24×24 under ``"eq3"`` (:func:`block_shape`).
+Both must divide.
 
 **Modes** (paper Table 4): ``"L2"`` r = L_r T′, c = L_c T′; ``"LG"`` r = L_r T′, c = G_c
 (a global vector); ``"GL"`` r = G_r, c = L_c T′; ``"L"`` the one-axis gate of eq. 2,
-``Ĝ = σ(L_r T′) 1ᵀ`` (grid ``(d_r, 1)``: blocks of input rows). No biases. Added
+``Ĝ = σ(L_r T′) 1ᵀ`` (grid ``(d_r, 1)``: blocks along d_r's axis). No biases. Added
 parameters per layer: L_r ``d·d_r``, G_r ``d_r``, L_c ``d·d_c``, G_c ``d_c`` with
 ``d`` the width of T′ (the model width): LG ``d·d_r + d_c`` (the paper's figure),
 GL ``d_r + d·d_c``, L² ``d·(d_r + d_c)``. The paper writes ``d_f·d_c`` for the
@@ -25,7 +34,7 @@ column hypernetwork of GL and L², which would need a d_f-wide input that eqs. 3
 never define; with T′ ∈ R^{d_m} the matrix has ``d_m·d_c`` entries. Plus the
 conditioning's own weights (below). Table 7's variants: ``scalar`` pools Ĝ to its
 mean (one gate for the whole matrix); a max-grid is ``grid = (n_in, n_out)`` with
-``materialise=True``.
+``materialise=True`` (``(n_out, n_in)`` with ``orientation="eq3"``).
 
 **Conditioning** (:class:`TaskConditioning`), the source of T′:
 
@@ -39,6 +48,12 @@ mean (one gate for the whole matrix); a max-grid is ``grid = (n_in, n_out)`` wit
   so no position sees later tokens (a decoder). Such a host cannot decode with a
   key/value cache (past inputs are not kept), which is why NeMoT's sets, which
   decode with one, do not offer these keys and refuse this source.
+- ``"self_attention"`` (eq. 6 with no new attention weights, which the paper's
+  parameter counts imply): the host layer's *own* self-attention, its weights
+  unchanged, computes the output at a task token T (the host's, one per layer)
+  prepended to its input, and passes it as ``conditioning["task_attention"]``
+  ([B, d], or [B, L, d] in a causal stack, as above). The hypernetwork adds no
+  conditioning weights. NeMoT's sets do not offer it (the T5 reproduction does).
 - ``"task"``: ``T′ = T``, the task embedding alone: one grid per task, safe in a
   causal stack and with a cache (NeMoT's vanilla and neuromodulatory sets).
 - ``"context"``: ``T′ = conditioning["context"]``, NeMoT's neuromodulatory output
@@ -72,7 +87,8 @@ from keras import ops
 from nemot.modulation.base import DenseModulation, Modulation, per_task, require
 
 MODES = ("L2", "LG", "GL", "L")
-CONDITIONINGS = ("mhsa", "task", "context")
+CONDITIONINGS = ("mhsa", "self_attention", "task", "context")
+ORIENTATIONS = ("fan", "eq3")
 # Table 7's placements -> the projections of nemot.layers.TransformerLayer they replace.
 PLACEMENTS = {
     "ffn2": ("feedforward_output_dense",),
@@ -83,6 +99,7 @@ PLACEMENTS = {
             "feedforward_output_dense"),
 }
 SEQUENCE_KEYS = ("sequence", "sequence_mask")
+TASK_ATTENTION_KEY = "task_attention"
 
 
 def _choice(name, value, choices):
@@ -103,13 +120,33 @@ def _initializer(initializer, default):
     return keras.initializers.get(default if initializer is None else initializer)
 
 
-def check_divides(grid, n_in, n_out, who="HyperGrid"):
-    """A clear error unless the grid (d_r, d_c) splits [n_in, n_out] into whole blocks."""
+def kernel_splits(grid, orientation="fan"):
+    """The grid's splits of the kernel ``[n_in, n_out]``: (d_r, d_c), or (d_c, d_r) for
+    ``orientation="eq3"`` (see the module docstring)."""
     d_r, d_c = grid
-    if n_in % d_r or n_out % d_c:
+    return (d_r, d_c) if _choice("orientation", orientation, ORIENTATIONS) == "fan" else (d_c, d_r)
+
+
+def check_divides(grid, n_in, n_out, who="HyperGrid", orientation="fan"):
+    """A clear error unless the grid (d_r, d_c) splits [n_in, n_out] into whole blocks."""
+    splits_in, splits_out = kernel_splits(grid, orientation)
+    if n_in % splits_in or n_out % splits_out:
+        axes = "n_in % d_r == 0 and n_out % d_c == 0" if orientation == "fan" else \
+            "n_out % d_r == 0 and n_in % d_c == 0 (orientation 'eq3')"
         raise ValueError(f"{who}: grid (d_r, d_c) = {tuple(grid)} does not divide the "
-                         f"projection [n_in, n_out] = [{n_in}, {n_out}]: expected n_in % d_r == 0 "
-                         f"and n_out % d_c == 0")
+                         f"projection [n_in, n_out] = [{n_in}, {n_out}]: expected {axes}")
+
+
+def block_shape(grid, n_in, n_out, orientation="fan"):
+    """(inputs, outputs) of one block of ψ(Ĝ) over a ``[n_in, n_out]`` kernel.
+
+    Example:
+        >>> block_shape((32, 128), 3072, 768), block_shape((32, 128), 3072, 768, "eq3")
+        ((96, 6), (24, 24))
+    """
+    check_divides(grid, n_in, n_out, orientation=orientation)
+    splits_in, splits_out = kernel_splits(grid, orientation)
+    return n_in // splits_in, n_out // splits_out
 
 
 def grid_product(x, kernel, grid, residual=True, materialise=False):
@@ -119,7 +156,9 @@ def grid_product(x, kernel, grid, residual=True, materialise=False):
     Args:
         x: [B, L, n_in].
         kernel: W, [n_in, n_out].
-        grid: Ĝ, [B, d_r, d_c] (one grid per example) or [B, L, d_r, d_c] (per position).
+        grid: Ĝ laid over the kernel, [B, d_r, d_c] (one grid per example) or
+            [B, L, d_r, d_c] (per position); [..., d_c, d_r] (Ĝᵀ) in the ``"eq3"``
+            orientation.
         residual: add ``X W`` (eq. 7).
         materialise: form ``(residual + ψ(Ĝ_b)) ⊙ W`` per example and multiply (needs a
             per-example grid); the cheaper path when d_r·L exceeds n_in, e.g. a max-grid.
@@ -153,11 +192,12 @@ def grid_product(x, kernel, grid, residual=True, materialise=False):
 
 
 class TaskConditioning(keras.layers.Layer):
-    """T′, the vector a hypernetwork reads: from an MHSA over [T; X], the task
-    embedding T, or the host's ``context`` (see the module docstring).
+    """T′, the vector a hypernetwork reads: from an MHSA over [T; X] (an attention of
+    its own, or the host layer's self-attention), the task embedding T, or the host's
+    ``context`` (see the module docstring).
 
     Args:
-        source: ``"mhsa"``, ``"task"`` or ``"context"``.
+        source: ``"mhsa"``, ``"self_attention"``, ``"task"`` or ``"context"``.
         num_tasks: rows of the task embedding.
         heads: attention heads of the ``"mhsa"`` source (the paper does not give its
             size).
@@ -185,7 +225,8 @@ class TaskConditioning(keras.layers.Layer):
     @staticmethod
     def needs(source):
         """The conditioning keys ``source`` reads."""
-        return {"mhsa": ("task_index", *SEQUENCE_KEYS), "task": ("task_index",),
+        return {"mhsa": ("task_index", *SEQUENCE_KEYS),
+                "self_attention": (TASK_ATTENTION_KEY,), "task": ("task_index",),
                 "context": ("context",)}[_choice("conditioning", source, CONDITIONINGS)]
 
     def build(self, d_model):
@@ -206,6 +247,8 @@ class TaskConditioning(keras.layers.Layer):
     def vector(self, conditioning, who="TaskConditioning"):
         if self.source == "context":
             return require(conditioning, "context", who)
+        if self.source == "self_attention":
+            return require(conditioning, TASK_ATTENTION_KEY, who)
         task = per_task(self.task_embedding, require(conditioning, "task_index", who))
         if self.source == "task":
             return task
@@ -240,8 +283,11 @@ class HyperGrid(keras.layers.Layer):
         initializer: of L_r, L_c, G_r, G_c; default Glorot-uniform matrices and G = 1.
             All zeros gives Ĝ = 0.5 everywhere, but no gradient ever leaves that
             point (each factor's gradient is proportional to the other factor).
+        orientation: ``"fan"`` (d_r splits the projection's inputs) or ``"eq3"`` (its
+            outputs); see the module docstring.
 
-    Call :meth:`grid` (after ``build(d)``): [B, d_r, d_c] or [B, L, d_r, d_c].
+    Call :meth:`grid` (after ``build(d)``): [B, d_r, d_c] or [B, L, d_r, d_c];
+    :meth:`over_kernel` lays it over the kernel [n_in, n_out] (transposed for ``"eq3"``).
 
     Example:
         >>> hg = HyperGrid((4, 2), mode="LG", conditioning="task", num_tasks=2)
@@ -251,13 +297,14 @@ class HyperGrid(keras.layers.Layer):
     """
 
     def __init__(self, grid, mode="LG", conditioning="mhsa", num_tasks=1, heads=1,
-                 scalar=False, initializer=None, key_dim=None, **kwargs):
+                 scalar=False, initializer=None, key_dim=None, orientation="fan", **kwargs):
         super().__init__(**kwargs)
         self.grid_shape = _positive_pair("grid", grid)
         self.mode = _choice("mode", mode, MODES)
         if mode == "L" and self.grid_shape[1] != 1:
-            raise ValueError(f"mode 'L' gates blocks of input rows only: expected grid "
+            raise ValueError(f"mode 'L' gates blocks along d_r only: expected grid "
                              f"(d_r, 1), got {self.grid_shape}")
+        self.orientation = _choice("orientation", orientation, ORIENTATIONS)
         self.scalar = bool(scalar)
         self.initializer = initializer
         self.conditioning = TaskConditioning(conditioning, num_tasks, heads, key_dim,
@@ -291,13 +338,18 @@ class HyperGrid(keras.layers.Layer):
         g = ops.sigmoid(r[..., :, None] * c[..., None, :])
         return ops.mean(g, axis=(-2, -1), keepdims=True) if self.scalar else g
 
+    def over_kernel(self, conditioning):
+        """Ĝ laid over the kernel [n_in, n_out]: :meth:`grid`, transposed for ``"eq3"``."""
+        g = self.grid(conditioning)
+        return g if self.orientation == "fan" else ops.swapaxes(g, -1, -2)
+
     def get_config(self):
         config = super().get_config()
         config.update(grid=list(self.grid_shape), mode=self.mode,
                       conditioning=self.conditioning.source,
                       num_tasks=self.conditioning.num_tasks, heads=self.conditioning.heads,
                       key_dim=self.conditioning.key_dim, scalar=self.scalar,
-                      initializer=self.initializer)
+                      initializer=self.initializer, orientation=self.orientation)
         return config
 
 
@@ -321,6 +373,7 @@ class HyperGridDense(DenseModulation):
         scalar: Table 7's scalar HyperGrid.
         materialise: per-example weights instead of the blockwise einsum (max-grid).
         initializer: of the grid weights (see :class:`HyperGrid`).
+        orientation: ``"fan"`` (d_r splits the inputs) or ``"eq3"`` (the outputs).
 
     Example:
         >>> layer = HyperGridDense("abc,cd->abd", (None, 8), "d", grid=(4, 2), mode="LG",
@@ -332,13 +385,14 @@ class HyperGridDense(DenseModulation):
 
     def __init__(self, equation, output_shape, bias_axes=None, grid=(8, 8), mode="LG",
                  placement="ffn2", conditioning="mhsa", heads=1, residual=True, scalar=False,
-                 materialise=False, initializer=None, key_dim=None, **kwargs):
+                 materialise=False, initializer=None, key_dim=None, orientation="fan",
+                 **kwargs):
         super().__init__(equation, output_shape, bias_axes, **kwargs)
         self.placement = _choice("placement", placement, PLACEMENTS)
         self.residual = bool(residual)
         self.materialise = bool(materialise)
         self.hypergrid = HyperGrid(grid, mode, conditioning, self.num_tasks, heads, scalar,
-                                   initializer, key_dim, name="hypergrid",
+                                   initializer, key_dim, orientation, name="hypergrid",
                                    dtype=self.dtype_policy)
 
     @classmethod
@@ -352,12 +406,12 @@ class HyperGridDense(DenseModulation):
     def build(self, input_shape):
         super().build(input_shape)
         check_divides(self.hypergrid.grid_shape, self.input_dim, self.units,
-                      who=f"HyperGridDense {self.name!r}")
+                      who=f"HyperGridDense {self.name!r}", orientation=self.hypergrid.orientation)
         width = self.units if self.name == "feedforward_output_dense" else self.input_dim
         self.hypergrid.build(width)
 
     def call(self, x, conditioning=None):
-        grid = self.hypergrid.grid(conditioning)
+        grid = self.hypergrid.over_kernel(conditioning)
         y = grid_product(x, self.kernel_matrix(), grid, self.residual, self.materialise)
         return self.add_bias(self.to_output(y))
 
@@ -366,7 +420,7 @@ class HyperGridDense(DenseModulation):
         config = super().get_config()
         hg = self.hypergrid.get_config()
         config.update({k: hg[k] for k in ("grid", "mode", "conditioning", "heads", "key_dim",
-                                          "scalar", "initializer")})
+                                          "scalar", "initializer", "orientation")})
         config.update(placement=self.placement, residual=self.residual,
                       materialise=self.materialise)
         return config

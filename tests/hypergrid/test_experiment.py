@@ -30,8 +30,10 @@ def test_table_settings_follow_the_paper():
     assert t4.train["learning_rate"] == 1e-3 and t4.train["batch_size"] == 128
     assert t4.train["steps"] == 100_000 and t4.train["freeze"] == ["backbone.token_embedding"]
     assert t4.settings("baseline")["hypergrid"] is None
-    assert t4.settings("OG16")["hypergrid"] == {"mode": "OG", "gates": 16, "conditioning": "mhsa",
-                                                "heads": 12}  # no grid defaults
+    assert t4.settings("OG16")["hypergrid"] == {"mode": "OG", "gates": 16,
+                                                "conditioning": "self_attention"}  # no grid
+    for path in CONFIGS:  # T′ from the layers' own self-attention: no new attention weights
+        assert experiment.load(path).hypergrid["conditioning"] == "self_attention", path.name
     t3 = experiment.load(CONFIGS[[p.stem for p in CONFIGS].index("table3")])
     large = t3.settings("large_hgt")
     assert large["train"]["steps"] == 200_000 and large["train"]["select"] == "best_glue"
@@ -62,12 +64,48 @@ def test_overrides_and_variant_settings():
                                                 "model.backbone=t5_small"])
     assert exp.train["steps"] == 20
     assert exp.settings("LG") == {"backbone": "t5_small", "tokenizer": "t5_small",
-                                  "train": exp.train,
+                                  "train": exp.train, "per_task": False,
                                   "hypergrid": {"grid": [4, 8], "mode": "LG"}}
     bad = {**BASE, "variants": {"b": {"hypergrid": False, "mode": "LG"}}}
     with pytest.raises(ValueError, match=r"variant 'b' has hypergrid = false but HyperGrid "
                                          r"options \['mode'\]"):
         experiment.from_dict(bad).settings("b")
+    bad = {**BASE, "variants": {"b": {"per_task": True, "mode": "LG"}}}
+    with pytest.raises(ValueError, match=r"variant 'b': per_task = True: expected true with "
+                                         r"hypergrid = false"):
+        experiment.from_dict(bad).settings("b")
+
+
+def test_multi_model_baseline_fine_tunes_one_t5_per_task(tmp_path):
+    """Table 1's Multi-Model (T5 PTFT) builds from its config and trains: a plain T5 per
+    task in its own run directory, scored at its best dev epoch (one task here, 1 step;
+    the averages over tasks are the next test's)."""
+    data = synthetic.write_benchmark(tmp_path / "data", train_size=8, dev_size=4)
+    exp = experiment.load(Path(__file__).parents[2] / "configs" / "hypergrid" / "table1.toml", [
+        "model.backbone={ vocabulary_size = 128, num_layers = 2, num_heads = 2, hidden_dim = 32, "
+        "intermediate_dim = 64 }", f"model.tokenizer='{data}'", "model.dropout=0.0",
+        f"data.glue_dir='{data / 'glue'}'", f"output_dir='{tmp_path / 'runs'}'",
+        "data.tasks=['glue/RTE']", "data.max_input_length=40", "train.steps=1",
+        "train.steps_per_epoch=1", "train.batch_size=4", "train.run_eagerly=true",
+        "train.mixed_precision=false", "train.verbose=0"])
+    settings = exp.settings("multi_model")
+    assert settings["per_task"] is True and settings["hypergrid"] is None
+    run_dir = tmp_path / "runs" / "multi_model" / "seed0"
+    scores = experiment.run_one(exp, "multi_model", 0, run_dir)
+    rte = json.loads((run_dir / "glue_RTE" / "metrics.json").read_text())
+    assert set(rte) == {"avg", "glue", "glue/RTE", "epoch"}  # a model of RTE alone
+    assert (run_dir / "glue_RTE" / "model_last.keras").is_file()
+    assert scores == {"glue": rte["glue"], "avg": rte["glue"], "glue/RTE": rte["glue/RTE"]}
+    assert json.loads((run_dir / "metrics.json").read_text()) == scores
+
+
+def test_per_task_runs_combine_by_the_benchmarks_rules():
+    rows = {"glue/MNLI": {"glue": 80.0, "avg": 80.0, "glue/MNLI": 79.0, "glue/MNLI-mm": 81.0},
+            "glue/RTE": {"glue": 60.0, "avg": 60.0, "glue/RTE": 60.0},
+            "superglue/CB": {"superglue": 50.0, "avg": 50.0, "superglue/CB": 50.0}}
+    assert experiment.combine_task_runs(rows) == {
+        "glue": 70.0, "superglue": 50.0, "avg": 60.0, "glue/MNLI": 79.0, "glue/MNLI-mm": 81.0,
+        "glue/RTE": 60.0, "superglue/CB": 50.0}
 
 
 def test_run_one_trains_through_the_shared_trainer_and_scores_the_dev_sets(tmp_path):
@@ -99,6 +137,15 @@ def test_report_prints_ours_beside_the_paper(tmp_path):
         run.mkdir(parents=True)
         (run / "metrics.json").write_text(json.dumps({"glue": 60.0, "superglue": 40.0, "avg": avg}))
     text = report(exp)
+    lines = text.splitlines()
+    assert "79.40" in next(line for line in lines if line.startswith("baseline (max)  avg"))
+    for seed, glue in enumerate((85.0, 86.0, 84.0)):  # Table 4's Base (Max): the best-avg run
+        run = tmp_path / "baseline" / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text(json.dumps({"glue": glue, "superglue": 70.0,
+                                                      "avg": (glue + 70.0) / 2}))
+    best = [line for line in report(exp).splitlines() if line.startswith("baseline (max)")]
+    assert "86.00 (n=1)" in best[0] and "85.11" in best[0] and "78.00 (n=1)" in best[-1]
     lg_avg = next(line for line in text.splitlines() if line.startswith("LG") and " avg " in line)
     assert f"51.00 ± {np.std([50.0, 52.0], ddof=1):.2f} (n=2)" in lg_avg and "80.10" in lg_avg
     baseline = next(line for line in text.splitlines() if line.startswith("baseline")
@@ -115,17 +162,46 @@ def test_command_line(tmp_path, capsys):
     config.write_text('reproduction = "hypergrid"\nname = "t"\noutput_dir = "%s"\ntable = "table4"\n'
                       '[model]\nbackbone = { vocabulary_size = 32, num_layers = 1, num_heads = 2, '
                       'hidden_dim = 8, intermediate_dim = 16 }\n[hypergrid]\ngrid = [4, 4]\n'
-                      'heads = 2\n[variants.baseline]\nhypergrid = false\n[variants.LG]\n'
+                      '[variants.baseline]\nhypergrid = false\n[variants.LG]\n'
                       'mode = "LG"\n' % tmp_path)
     args = parser.parse_args(["hypergrid", "params", "--config", str(config)])
     assert args.func(args) == 0
     counts = json.loads(capsys.readouterr().out)
     d, tasks = 8, 16
-    assert counts["baseline"]["hypergrid"] == 0
-    assert counts["LG"]["hypergrid"] == 2 * (d * 4 + 4 + tasks * d + 4 * d * d + 4 * d)
+    assert counts["baseline"]["added"] == 0
+    assert counts["LG"]["added"] == 2 * (d * 4 + 4 + tasks * d)  # the layer's own attention
+    assert counts["LG"]["paper"] == 2 * (d * 4 + 4) == counts["LG"]["grids"]
     args = parser.parse_args(["hypergrid", "report", "--config", str(config), "--set",
                               "table=table4"])
     assert args.func(args) == 0 and "80.10" in capsys.readouterr().out
+
+
+def test_params_of_a_table_runs_offline_beside_the_papers_formula(capsys):
+    """``nemot hypergrid params`` on a preset's sizes, with no download (none is possible
+    here): T5-base is 222.9M; LG 32×128 on FFN2 adds 24 × (d_m·d_r + d_c) grid weights and
+    24 task embeddings of 16 tasks; the Multi-Model serves 16 T5s (the paper's θ = 3.2B)."""
+    parser = argparse.ArgumentParser(prog="nemot")
+    cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    table4 = Path(__file__).parents[2] / "configs" / "hypergrid" / "table4.toml"
+    args = parser.parse_args(["hypergrid", "params", "--config", str(table4), "--variants",
+                              "baseline", "LG", "L2"])
+    assert args.func(args) == 0
+    counts = json.loads(capsys.readouterr().out)
+    t5_base = 222_903_552
+    assert counts["baseline"] == {"total": t5_base, "models": 1, "added": 0, "grids": 0,
+                                  "task_embeddings": 0, "attention": 0, "hypergrids": 0}
+    lg = counts["LG"]
+    assert lg["paper_formula"] == "24 × (d_m·d_r + d_c)"
+    assert lg["grids"] == lg["paper"] == 24 * (768 * 32 + 128)
+    assert lg["added"] == lg["paper"] + 24 * 16 * 768 and lg["total"] == t5_base + lg["added"]
+    l2 = counts["L2"]
+    assert l2["grids"] == l2["paper"] == 24 * (768 * 32 + 768 * 128)
+    assert l2["paper_as_printed"] == 24 * (768 * 32 + 3072 * 128)  # d_f·d_c as printed
+    table1 = Path(__file__).parents[2] / "configs" / "hypergrid" / "table1.toml"
+    args = parser.parse_args(["hypergrid", "params", "--config", str(table1), "--variants",
+                              "multi_model"])
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["multi_model"]["total"] == 16 * t5_base
 
 
 def test_data_sources_are_checked_and_reach_the_readers(tmp_path, monkeypatch):

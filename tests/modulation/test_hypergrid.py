@@ -10,7 +10,7 @@ from keras import ops
 import nemot
 from nemot import vocab
 from nemot.modulation.hypergrid import (HyperGrid, HyperGridDense, OutputGate, TaskConditioning,
-                                        grid_product)
+                                        block_shape, grid_product)
 from nemot.training import NeMoTLoss
 
 FFN2 = "feedforward_output_dense"
@@ -67,7 +67,7 @@ def test_shape_and_divisibility_errors_are_clear():
         dense(grid=(2, 4), n_out=6)
     with pytest.raises(ValueError, match=r"grid=\[2\]: expected two positive integers"):
         dense(grid=[2])
-    with pytest.raises(ValueError, match=r"mode 'L' gates blocks of input rows only: expected "
+    with pytest.raises(ValueError, match=r"mode 'L' gates blocks along d_r only: expected "
                                          r"grid \(d_r, 1\)"):
         dense(mode="L", grid=(2, 2))
     with pytest.raises(ValueError, match=r"mode='LL': expected one of \('L2', 'LG', 'GL', 'L'\)"):
@@ -136,6 +136,44 @@ def test_layer_is_eqs_3_to_5_and_7(mode):
     g = sigmoid(r[:, :, None] * c[:, None, :])
     expected = materialised(x, np_(layer.kernel), g) + np_(layer.bias)
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+
+
+FFN1 = "feedforward_intermediate_dense"
+
+
+@pytest.mark.parametrize("orientation,name,n_in,n_out,block,transposed", [
+    ("fan", FFN1, 16, 32, (4, 4), False),    # d_r = 4 splits the 16 inputs, d_c = 8 the 32 outputs
+    ("fan", FFN2, 32, 16, (8, 2), False),
+    ("eq3", FFN1, 16, 32, (2, 8), True),     # d_r = 4 splits the 32 outputs, d_c = 8 the 16 inputs
+    ("eq3", FFN2, 32, 16, (4, 4), True),
+])
+def test_grid_orientation_sets_the_block_shape(orientation, name, n_in, n_out, block, transposed):
+    """With W = 1 and no residual, row i of the layer's output on the identity is row i of
+    ψ(Ĝ): the blocks of kron(Ĝ, 1) ("fan": d_r on the inputs, the text's fan-in) or of
+    kron(Ĝᵀ, 1) ("eq3": d_r on the outputs, eq. 3's W ∈ R^{d_m×d_f} rows)."""
+    layer = dense(grid=(4, 8), mode="L2", n_in=n_in, n_out=n_out, name=name,
+                  orientation=orientation, residual=False)
+    randomise(layer)
+    layer.kernel.assign(np.ones((n_in, n_out), "float32"))
+    layer.bias.assign(np.zeros(n_out, "float32"))
+    cond = task_cond(1)
+    g = np_(layer.hypergrid.grid(cond))[0]
+    assert g.shape == (4, 8)
+    weight = np_(layer(np.eye(n_in, dtype="float32")[None], conditioning=cond))[0]
+    np.testing.assert_allclose(weight, np.kron(g.T if transposed else g, np.ones(block)),
+                               rtol=1e-5)
+    assert block_shape((4, 8), n_in, n_out, orientation) == block
+
+
+def test_block_shapes_of_the_papers_grid_at_t5_base():
+    """32 × 128 on FFN2 (3072 → 768): 96 × 6 blocks by fan-in/fan-out, 24 × 24 by eq. 3."""
+    assert block_shape((32, 128), 3072, 768) == (96, 6)
+    assert block_shape((32, 128), 3072, 768, "eq3") == (24, 24)
+    with pytest.raises(ValueError, match=r"expected n_out % d_r == 0 and n_in % d_c == 0 "
+                                         r"\(orientation 'eq3'\)"):
+        dense(grid=(3, 4), orientation="eq3")
+    with pytest.raises(ValueError, match=r"orientation='rows': expected one of \('fan', 'eq3'\)"):
+        dense(orientation="rows")
 
 
 def test_scalar_hypergrid_scales_the_whole_product_by_one_plus_the_mean_gate():
@@ -253,6 +291,21 @@ def test_causal_mask_gives_each_position_a_grid_from_the_past_only():
     np.testing.assert_allclose(np_(layer.hypergrid.grid(cond))[:, 1], prefix, atol=1e-5)
 
 
+def test_self_attention_source_takes_t_prime_from_the_host():
+    """``"self_attention"``: T′ is the host's attention output at its task token, passed
+    as ``conditioning["task_attention"]``; the hypernetwork holds no conditioning weights."""
+    layer = dense(grid=(2, 4), mode="L2", conditioning="self_attention")
+    randomise(layer, 0.7)
+    t = RNG.normal(size=(2, 8)).astype("float32")
+    g = np_(layer.hypergrid.grid({"task_attention": t}))
+    hg = layer.hypergrid
+    expected = sigmoid((t @ np_(hg.rows))[:, :, None] * (t @ np_(hg.columns))[:, None, :])
+    np.testing.assert_allclose(g, expected, rtol=1e-5)
+    assert not hg.conditioning.weights
+    with pytest.raises(ValueError, match=r"needs conditioning\['task_attention'\]"):
+        hg.grid(task_cond(0, 1))
+
+
 @pytest.mark.parametrize("conditioning", ["task", "mhsa"])
 def test_different_task_tokens_give_different_outputs(conditioning):
     layer = dense(grid=(2, 4), mode="LG", conditioning=conditioning, heads=2)
@@ -270,18 +323,20 @@ def test_different_task_tokens_give_different_outputs(conditioning):
 
 
 @pytest.mark.parametrize("mode", ["L2", "LG", "GL", "L"])
-@pytest.mark.parametrize("conditioning", ["mhsa", "task", "context"])
+@pytest.mark.parametrize("conditioning", ["mhsa", "self_attention", "task", "context"])
 def test_parameter_count_is_the_formula(mode, conditioning):
     """Per layer: the plain projection, the grid (LG d·d_r + d_c, GL d_r + d·d_c,
     L² d·(d_r + d_c), L d·d_r; d = the width of T′, the model width), plus the task
-    embedding (tasks·d) and the conditioning MHSA (4 d² + 4 d)."""
+    embedding (tasks·d) and the conditioning MHSA (4 d² + 4 d); with the host's
+    self-attention (which holds the task token), nothing more."""
     d_ff, d, tasks, heads = 24, 8, 5, 2
     d_r, d_c = (4, 1) if mode == "L" else (4, 2)
     layer = dense(grid=(d_r, d_c), mode=mode, conditioning=conditioning, n_in=d_ff, n_out=d,
                   num_tasks=tasks, heads=heads)
     grid = {"L2": d * d_r + d * d_c, "LG": d * d_r + d_c, "GL": d_r + d * d_c,
             "L": d * d_r}[mode]
-    extra = {"mhsa": tasks * d + 4 * d * d + 4 * d, "task": tasks * d, "context": 0}[conditioning]
+    extra = {"mhsa": tasks * d + 4 * d * d + 4 * d, "task": tasks * d, "context": 0,
+             "self_attention": 0}[conditioning]
     assert layer.count_params() == d_ff * d + d + grid + extra
     og = OutputGate(gates=6, conditioning=conditioning, num_tasks=tasks, heads=heads)
     og.build((None, None, d_ff), (None, None, d))
@@ -416,4 +471,7 @@ def test_nemot_refuses_the_mhsa_conditioning_it_cannot_serve_with_a_cache():
         nemot.build_model(TINY.replace(modulation=[spec]))
     spec = {"kind": "hypergrid", "sets": ["vanilla"], "conditioning": "context"}
     with pytest.raises(ValueError, match=r"needs conditioning \['context'\]"):
+        nemot.build_model(TINY.replace(modulation=[spec]))
+    spec = {"kind": "hypergrid", "sets": ["vanilla"], "conditioning": "self_attention"}
+    with pytest.raises(ValueError, match=r"needs conditioning \['task_attention'\]"):
         nemot.build_model(TINY.replace(modulation=[spec]))
