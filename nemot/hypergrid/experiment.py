@@ -66,7 +66,7 @@ HYPERGRID_KEYS = {"mode", "grid", "placement", "conditioning", "heads", "key_dim
 VARIANT_KEYS = HYPERGRID_KEYS | {"hypergrid", "per_task", "backbone", "tokenizer", "train"}
 OG_DEFAULTS = ("conditioning", "heads", "key_dim")  # the [hypergrid] defaults an OG variant takes
 TOP_KEYS = {"reproduction", "name", "output_dir", "seeds", "table", "model", "data", "train",
-            "hypergrid", "variants"}
+            "hypergrid", "variants", "synthetic"}
 TRAIN_DEFAULTS = dict(batch_size=128, steps=100_000, steps_per_epoch=10_000, learning_rate=1e-3,
                       freeze=["backbone.token_embedding"], select="last", eval_batch_size=64,
                       mixed_precision=None, jit_compile=False, run_eagerly=False,

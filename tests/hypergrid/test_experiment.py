@@ -222,3 +222,13 @@ def test_data_sources_are_checked_and_reach_the_readers(tmp_path, monkeypatch):
     data.load_task("superglue/CB", tokenizer, superglue_dir=str(tmp_path), superglue_source="tfds",
                    dev=False, max_input_length=8)
     assert seen == [("RTE", "hub"), ("CB", "tfds")]
+
+
+def test_the_synthetic_smoke_config_is_marked_so_its_reports_show_no_paper_numbers():
+    from nemot import runs
+
+    tiny = CONFIGS[0].parent / "tiny.toml"
+    module, experiment = runs.load(tiny)
+    assert runs.is_synthetic(module, experiment, tiny)
+    table4 = CONFIGS[0].parent / "table4.toml"
+    assert not runs.is_synthetic(*runs.load(table4), table4)
