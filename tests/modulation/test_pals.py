@@ -172,6 +172,34 @@ def test_a_hosting_layer_seeds_the_pal_dropout_and_zero_switches_it_off(rate):
         np.testing.assert_allclose(first, inference, atol=1e-6)
 
 
+def test_pals_in_the_output_set_take_their_seed_from_it_outside_the_routing_branch():
+    # Every NeMoT dropout off: the PALs' attention dropout still needs a seed, drawn by
+    # the output set before ops.cond (JAX refuses a generator advanced inside a branch).
+    cfg = TINY.replace(dropout=0.0, vanilla_attention_dropout=0.0, attention_dropout=0.0,
+                       modulation=[{"kind": "pals", "sets": ["output"], "hidden_size": 8,
+                                    "num_heads": 2}])
+    keras.utils.set_random_seed(0)
+    model = nemot.build_model(cfg)
+    for w in model.output_set.weights:  # a PAL term large enough to show
+        if "pals" in w.path:
+            w.assign(np.random.default_rng(0).normal(0, 0.5, w.shape).astype("float32"))
+    layers = [layer for block in model.output_set.blocks.values()
+              for layer in block.transformer_layers]
+    owners = [model.output_set] + layers
+
+    def states():
+        return [np.asarray(o.seed_generator.state.numpy()) for o in owners]
+
+    before = states()
+    x = {"token_ids": nemot_ids(["gqa", "mqa"])}
+    first, second = (np.asarray(model(x, training=True)["logits"]) for _ in range(2))
+    after = states()
+    assert after[0][1] == before[0][1] + 2  # one draw per call, by the set
+    for old, new in zip(before[1:], after[1:]):
+        np.testing.assert_array_equal(new, old)  # none inside the branches
+    assert np.abs(first - second).max() > 1e-4
+
+
 def test_a_zero_decoder_adds_exactly_nothing():
     pal = tiny_pal(decoder_init="zeros")
     h = np.random.default_rng(2).normal(size=(2, 4, 8)).astype("float32")
