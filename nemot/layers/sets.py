@@ -250,6 +250,12 @@ class OutputSet(_ConfiguredLayer):
             block = OutputBlock(self.config, name=f"block_{name}", dtype=self.dtype_policy)
             block.build(None)
             self.blocks[name] = block
+        # A hosted modulation that drops out (PALs' attention) needs seeds even when the
+        # set has no dropout of its own; a layer drawing its own would do so in a branch.
+        if self.seed_generator is None and any(layer.seed_generator is not None
+                                               for block in self.blocks.values()
+                                               for layer in block.transformer_layers):
+            self.seed_generator = drop.seed_generator(True)
 
     def selection(self, task_ids):
         """bool [batch, blocks]: which block each example runs through."""

@@ -71,7 +71,6 @@ class TransformerLayer(keras.layers.Layer):
         self.values_use_key_weights = values_use_key_weights
         self.fused_attention = fused_attention
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.seed_generator = drop.seed_generator(dropout or attention_dropout)
         self.dense_replacements = dict(dense_replacements or {})
         unknown = sorted(set(self.dense_replacements) - set(DENSE_NAMES))
         if unknown:
@@ -87,6 +86,8 @@ class TransformerLayer(keras.layers.Layer):
         self.parallel = [m for m in modulations if m.site == "parallel"]
         self.activation_modulation = next(
             (m for m in modulations if m.site == "activation"), None)
+        self.seed_generator = drop.seed_generator(
+            dropout or attention_dropout or any(m.draws_dropout for m in self.parallel))
 
     def build(self, input_shape):
         d_model = input_shape[-1]
@@ -138,9 +139,13 @@ class TransformerLayer(keras.layers.Layer):
                                            activation=self._activation, training=training)
         return call_dense(self.feedforward_output_dense, h, conditioning)
 
-    def _parallel(self, h, conditioning, attention_mask, training):
-        terms = [m(h, conditioning=conditioning, attention_mask=attention_mask,
-                   training=training) for m in self.parallel]
+    def _parallel(self, h, conditioning, attention_mask, training, seed):
+        terms = []
+        for i, m in enumerate(self.parallel):
+            # Salts 0-2 are the layer's own dropouts; term i draws with salt 3 + i.
+            seeded = {"dropout_seed": drop.salted(seed, 3 + i)} if m.draws_dropout else {}
+            terms.append(m(h, conditioning=conditioning, attention_mask=attention_mask,
+                           training=training, **seeded))
         return sum(terms[1:], terms[0]) if terms else None
 
     def call(self, x, attention_mask, cache=None, cache_update_index=None, training=None,
@@ -173,12 +178,12 @@ class TransformerLayer(keras.layers.Layer):
             a = x + dropout(h, 0)
             out = a + dropout(
                 self._feedforward(self.feedforward_layer_norm(a), conditioning, training), 1)
-            extra = self._parallel(normed, conditioning, attention_mask, training)
+            extra = self._parallel(normed, conditioning, attention_mask, training, dropout_seed)
             return (out if extra is None else out + extra), cache
         h, cache = self.self_attention(x, attention_mask, **attend)
         a = self.self_attention_layer_norm(x + dropout(h, 0))
         out = a + dropout(self._feedforward(a, conditioning, training), 1)
-        extra = self._parallel(x, conditioning, attention_mask, training)
+        extra = self._parallel(x, conditioning, attention_mask, training, dropout_seed)
         return self.feedforward_layer_norm(out if extra is None else out + extra), cache
 
     def compute_output_spec(self, x, attention_mask, cache=None, cache_update_index=None,

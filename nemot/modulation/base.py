@@ -18,7 +18,9 @@ it (NeMoT's vanilla set runs before the neuromodulatory set) refuses the config.
 - ``"parallel"``: ``term = m(h, conditioning=..., attention_mask=..., training=...)`` with
   ``h`` the layer input (after the layer's first LayerNorm in a pre-LN layer); the
   term joins the feed-forward residual sum (post-LN: ``LN(a + FFN(a) + term)``;
-  pre-LN: ``a + FFN(LN(a)) + term``). Built with ``build(h_shape)``.
+  pre-LN: ``a + FFN(LN(a)) + term``). Built with ``build(h_shape)``. A kind whose
+  :attr:`Modulation.draws_dropout` is true also gets ``dropout_seed=``, its own seed
+  in training (None otherwise), drawn by the host (:mod:`nemot.dropout`).
 - ``"activation"``: ``y = m(h, x, conditioning=..., activation=..., training=...)`` replaces
   ``activation(h)`` between the two feed-forward matrices; ``h = x W1 + b1`` and ``x``
   is the feed-forward input. Built with ``build(h_shape, x_shape)``.
@@ -63,6 +65,11 @@ class Modulation(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_tasks = int(num_tasks)
         self.shared = shared
+
+    @property
+    def draws_dropout(self):
+        """Whether a training call needs a ``dropout_seed`` from its host."""
+        return False
 
     @classmethod
     def needs(cls, options):

@@ -2,11 +2,13 @@
 
 A PAL adds a task-specific term beside a transformer layer::
 
-    h' = LN(a + FFN(a) + TS_t(h))                 post-LN (BERT)
-    h' = a + FFN(LN(a)) + TS_t(LN(h))             pre-LN (NeMoT's vanilla set)
+    h' = LN2(a + Drop(FFN(a)) + TS_t(h))          post-LN (BERT), a = LN1(h + Drop(MHA(h)))
+    h' = a + Drop(FFN(LN2(a))) + TS_t(LN1(h))     pre-LN (NeMoT), a = h + Drop(MHA(LN1(h)))
     TS_t(h) = GELU(V^D_t MH_t(V^E_t h + b^E_t) + b^D_t)
 
-``h`` is the layer input [B, L, d_m]. What the paper leaves out follows the official
+``h`` is the layer input [B, L, d_m], not ``a`` (the host,
+:class:`nemot.layers.TransformerLayer`, passes it; ``tests/modulation/
+test_pals_placement.py`` pins both forms). What the paper leaves out follows the official
 code (``AsaCooperStickland/Bert-n-Pals``; notes s.1(a)):
 
 - ``V^E_t`` (d_m -> d_s) and ``V^D_t`` (d_s -> d_m), with biases, are **shared by every
@@ -14,6 +16,9 @@ code (``AsaCooperStickland/Bert-n-Pals``; notes s.1(a)):
   attention's Q/K/V are per layer and per task (:class:`ProjectedAttentionAdapter`).
 - ``MH`` has 6 heads and **no output projection**; **GELU after** ``V^D``; the term is
   added without dropout.
+- ``MH`` is the official ``BERTSelfAttention``, so it has **dropout 0.1 on its attention
+  probabilities** in training (``attention_dropout``; 0 switches it off). Its seed comes
+  from the hosting layer (``dropout_seed=``, :mod:`nemot.dropout`).
 - Weights N(0, 0.02), biases 0.
 
 Per-task weights are stacked [tasks, ...] and each example takes its own rows with a
@@ -40,6 +45,7 @@ import math
 import keras
 from keras import ops
 
+from nemot.dropout import dropout
 from nemot.modulation.base import Modulation, per_task, require
 
 INITIALIZERS = ("normal", "zeros")
@@ -128,6 +134,8 @@ class ProjectedAttentionAdapter(Modulation):
         num_tasks: tasks (rows of the stacked weights).
         hidden_size: d_s (paper: 204 in all 12 layers, 276 in the top 6).
         num_heads: heads of the projected attention (official code: 6).
+        attention_dropout: dropout on the projected attention's probabilities in training
+            (official code: 0.1, BERT's ``attention_probs_dropout_prob``; 0: none).
         decoder_init: see :class:`PALProjections` (read by the shared layer).
         shared: the stack's :class:`PALProjections`.
 
@@ -141,12 +149,15 @@ class ProjectedAttentionAdapter(Modulation):
     site = "parallel"
     supports_cache = False
 
-    def __init__(self, num_tasks=1, hidden_size=204, num_heads=6, decoder_init="normal",
-                 shared=None, **kwargs):
+    def __init__(self, num_tasks=1, hidden_size=204, num_heads=6, attention_dropout=0.1,
+                 decoder_init="normal", shared=None, **kwargs):
         super().__init__(num_tasks=num_tasks, shared=shared, **kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size={hidden_size} is not divisible by "
                              f"num_heads={num_heads}")
+        if not 0 <= attention_dropout < 1:
+            raise ValueError(f"attention_dropout={attention_dropout!r}: expected a rate in "
+                             "[0, 1)")
         if shared is None:
             raise ValueError("ProjectedAttentionAdapter needs the stack's PALProjections "
                              "(shared=); build PALs with nemot.modulation.stack_modulations")
@@ -156,11 +167,16 @@ class ProjectedAttentionAdapter(Modulation):
                              f"{self.num_tasks}")
         self.hidden_size = int(hidden_size)
         self.num_heads = int(num_heads)
+        self.attention_dropout = float(attention_dropout)
         self.decoder_init = decoder_init
+
+    @property
+    def draws_dropout(self):
+        return self.attention_dropout > 0
 
     @classmethod
     def shared_layer(cls, num_tasks, d_model, name, dtype=None, hidden_size=204, num_heads=6,
-                     decoder_init="normal"):
+                     attention_dropout=0.1, decoder_init="normal"):
         return PALProjections(num_tasks, hidden_size=hidden_size, decoder_init=decoder_init,
                               name=name, dtype=dtype)
 
@@ -177,8 +193,14 @@ class ProjectedAttentionAdapter(Modulation):
         return ops.reshape(y, (ops.shape(y)[0], ops.shape(y)[1], self.num_heads,
                                self.hidden_size // self.num_heads))
 
-    def call(self, h, conditioning=None, attention_mask=None, training=None):
-        """``h`` [B, L, d_m], ``attention_mask`` bool [B, L, L] (True = may attend)."""
+    def call(self, h, conditioning=None, attention_mask=None, training=None,
+             dropout_seed=None):
+        """``h`` [B, L, d_m], ``attention_mask`` bool [B, L, L] (True = may attend);
+        ``dropout_seed``: seed [2] of the probability dropout (training only)."""
+        drop = bool(training) and self.attention_dropout > 0
+        if drop and dropout_seed is None:
+            raise ValueError(f"{self.name}: training with attention_dropout="
+                             f"{self.attention_dropout} needs dropout_seed= from the host")
         index = require(conditioning, "task_index", "ProjectedAttentionAdapter")
         z = self.shared.encode(h, index)
         query, key, value = (self._heads(z, name, index) for name in ("query", "key", "value"))
@@ -186,15 +208,17 @@ class ProjectedAttentionAdapter(Modulation):
         scores = ops.cast(scores, "float32") / math.sqrt(self.hidden_size // self.num_heads)
         scores = ops.where(ops.expand_dims(attention_mask, 1), scores, -1e9)
         probs = ops.cast(ops.softmax(scores, axis=-1), z.dtype)
+        probs = dropout(probs, self.attention_dropout, dropout_seed if drop else None)
         context = ops.einsum("bhqk,bkhd->bqhd", probs, value)
         context = ops.reshape(context, (ops.shape(z)[0], ops.shape(z)[1], self.hidden_size))
         return self.shared.decode(context, index)
 
-    def compute_output_spec(self, h, conditioning=None, attention_mask=None, training=None):
+    def compute_output_spec(self, h, conditioning=None, attention_mask=None, training=None,
+                            dropout_seed=None):
         return keras.KerasTensor(h.shape, dtype=self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
         config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
-                      decoder_init=self.decoder_init)
+                      attention_dropout=self.attention_dropout, decoder_init=self.decoder_init)
         return config

@@ -16,7 +16,8 @@ A config::
     [train]   mode ("finetune" | "pretrain": BERT frozen), learning_rate, batch_size,
               epochs, steps_per_epoch (0: one pass over all tasks' training examples),
               sampling ("annealed" | "proportional" | "sqrt" | "round_robin" | "uniform"),
-              eval_split ("dev" | "test"), jit_compile, verbose
+              score_test (true: also score the selected checkpoint on the test split),
+              jit_compile, verbose
     [data]    dir, tasks
     [variants.<name>]  any of the keys above (flat), e.g. pals = "half", tasks = [...]
 
@@ -25,9 +26,14 @@ table of :data:`nemot.pals.model.PAL_OPTIONS`.
 
 Training (seed s.5.3): Adam (minBERT's AdamW with its default weight decay 0, epsilon
 1e-6) at a fixed learning rate; one task per batch drawn by
-:class:`nemot.training.sampling.TaskSampler`; after every epoch the eval split is scored
-and the run reports the epoch with the best ``score`` (minBERT keeps the model with the
-best dev result).
+:class:`nemot.training.sampling.TaskSampler`.
+
+Model selection (seed s.5.4: the model was chosen on dev, then scored on test): after every
+epoch the **dev** split is scored and the epoch with the best dev ``score`` is selected
+(its checkpoint is the trainer's ``model_best_metric.keras``; minBERT keeps the model
+with the best dev result). A run reports that epoch's dev values (unprefixed keys) and,
+with ``score_test = true``, that same checkpoint's values on the test split
+(``test_``-prefixed keys). The test split never chooses anything.
 
 Example:
     >>> experiment = load("configs/pals/table2.toml", ["train.epochs=1"])  # doctest: +SKIP
@@ -49,6 +55,7 @@ from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
 from nemot.pals.tasks import get_task
+from nemot.training.callbacks import MODEL_FILES
 from nemot.training.run_config import dump_toml
 from nemot.training.sampling import MODES, TaskSampler
 
@@ -57,11 +64,14 @@ SECTIONS = {
     "model": ("backbone", "tokenizer", "lowercase", "sequence_length", "head_dropout",
               "activation", "pals"),
     "train": ("mode", "learning_rate", "batch_size", "epochs", "steps_per_epoch", "sampling",
-              "eval_split", "jit_compile", "verbose"),
+              "score_test", "jit_compile", "verbose"),
     "data": ("dir", "tasks", "source"),
 }
+# Keys of earlier versions, refused with what replaced them.
+REMOVED = {"eval_split": "the epoch is always selected on dev now; score_test = true also "
+                        "scores the selected checkpoint on the test split"}
 
-# The seed's numbers (dev unless the row says test). Keys: metrics.summary's names;
+# The seed's numbers. Keys: metrics.summary's names, dev unless prefixed "test_";
 # "score" = mean with (r + 1) / 2 (Tables 2, 3), "average_raw_r" = mean with raw r (Table 4).
 PAPER = {
     # Table 1: part 1, one task, batch 8.
@@ -73,8 +83,11 @@ PAPER = {
     "zero": {"sst_acc": 0.523, "quora_acc": 0.779, "sts_r": 0.377, "score": 0.664},
     "half": {"sst_acc": 0.520, "quora_acc": 0.772, "sts_r": 0.375, "score": 0.660},
     "full": {"sst_acc": 0.505, "quora_acc": 0.784, "sts_r": 0.366, "score": 0.657},
-    # Table 3: the zero-PALs model on the test split.
-    "zero_test": {"sst_acc": 0.530, "quora_acc": 0.785, "sts_r": 0.331, "score": 0.660},
+    # Table 3: the zero-PALs model on the test split; the same model's dev values are
+    # Table 2's zero row (it was chosen on them).
+    "zero_test": {"sst_acc": 0.523, "quora_acc": 0.779, "sts_r": 0.377, "score": 0.664,
+                  "test_sst_acc": 0.530, "test_quora_acc": 0.785, "test_sts_r": 0.331,
+                  "test_score": 0.660},
     # Table 4: single tasks and pairs, dev.
     "sst_only": {"sst_acc": 0.521, "average_raw_r": 0.521},
     "quora_only": {"quora_acc": 0.784, "average_raw_r": 0.784},
@@ -108,7 +121,7 @@ class Settings:
     epochs: int = 10
     steps_per_epoch: int = 0
     sampling: str = "annealed"
-    eval_split: str = "dev"
+    score_test: bool = False
     jit_compile: bool = False
     verbose: int = 2
     dir: str = "data"
@@ -152,8 +165,8 @@ def _check(key, value, source):
         raise fail(f"one of {MODES_OF_TRAINING}")
     elif key == "sampling" and value not in MODES:
         raise fail(f"one of {MODES}")
-    elif key == "eval_split" and value not in ("dev", "test"):
-        raise fail("'dev' or 'test'")
+    elif key == "score_test" and not isinstance(value, bool):
+        raise fail("true or false")
     elif key in ("batch_size", "epochs", "sequence_length") and not (
             isinstance(value, int) and value > 0):
         raise fail("a positive integer")
@@ -168,6 +181,8 @@ def _settings(tables, source):
         if not isinstance(table, dict):
             raise ValueError(f"{source}: [{section}] must be a table")
         for key, value in table.items():
+            if key in REMOVED:
+                raise ValueError(f"{source}: [{section}] {key!r} was removed: {REMOVED[key]}")
             if key not in keys:
                 raise ValueError(f"{source}: [{section}] {key!r}: expected one of {list(keys)}")
             out[key] = _check(key, value, f"{source}: [{section}]")
@@ -184,6 +199,9 @@ def from_dict(raw, source="<dict>"):
     variants = {}
     for name, table in protocol["variants"].items():
         where = f"{source}: [variants.{name}]"
+        removed = [key for key in table if key in REMOVED]
+        if removed:
+            raise ValueError(f"{where}: {removed[0]!r} was removed: {REMOVED[removed[0]]}")
         unknown = sorted(set(table) - fields)
         if unknown:
             raise ValueError(f"{where}: unknown keys {unknown}: expected some of {sorted(fields)}")
@@ -269,18 +287,26 @@ def _datasets(settings, train, evaluation, sampler, seed):
     return train_fn, validation_fn
 
 
+def _scores(model, tasks, arrays):
+    """:func:`nemot.pals.metrics.summary` of ``model`` on encoded ``arrays`` of ``tasks``."""
+    return summary({task: task_metric(task, predictions(model, arrays[task], task),
+                                      arrays[task]["labels"]) for task in tasks})
+
+
 def run_one(experiment, variant, seed, run_dir):
-    """Train and evaluate one (variant, seed) into ``run_dir``; returns the best epoch's
-    metrics (:func:`nemot.pals.metrics.summary` keys; the runner writes them to
-    ``metrics.json``)."""
+    """Train and evaluate one (variant, seed) into ``run_dir``; returns the metrics of the
+    epoch selected on dev (:func:`nemot.pals.metrics.summary` keys) and, with
+    ``score_test``, its checkpoint's test values (``test_<key>``); the runner writes them
+    to ``metrics.json``."""
     from nemot.training import loop
 
     settings = experiment.variants[variant]
     encoder = pals_data.Encoder(pals_data.load_tokenizer(_tokenizer_spec(settings),
                                                          settings.lowercase),
                                 settings.sequence_length)
-    train, evaluation = _load_split(settings, encoder, "train"), \
-        _load_split(settings, encoder, settings.eval_split)
+    train, evaluation = (_load_split(settings, encoder, split) for split in ("train", "dev"))
+    # Read (and check for labels) before training, but only score after it.
+    test = _load_split(settings, encoder, "test") if settings.score_test else None
     sizes = {task: len(arrays["labels"]) for task, arrays in train.items()}
     steps = settings.steps_per_epoch or math.ceil(sum(sizes.values()) / settings.batch_size)
     sampler = TaskSampler(sizes, mode=settings.sampling, epochs=settings.epochs,
@@ -288,9 +314,7 @@ def run_one(experiment, variant, seed, run_dir):
     train_fn, validation_fn = _datasets(settings, train, evaluation, sampler, seed)
 
     def metric(model):
-        values = {task: task_metric(task, predictions(model, evaluation[task], task),
-                                    evaluation[task]["labels"]) for task in settings.tasks}
-        scores = summary(values)
+        scores = _scores(model, settings.tasks, evaluation)
         return {"metric": scores["score"], **scores}
 
     def build_model():
@@ -310,7 +334,14 @@ def run_one(experiment, variant, seed, run_dir):
                               steps_per_epoch=steps, verbose=settings.verbose)
     result = loop.run(build_model, source, config, run_dir, compile_model=compile_model,
                       seed=seed, config_toml=resolved_toml(experiment, variant, seed))
-    return best_epoch_metrics(run_dir, result.best["metric_epoch"])
+    metrics = best_epoch_metrics(run_dir, result.best["metric_epoch"])
+    if test is not None:
+        # The trainer saved this checkpoint at the epoch of the best dev score.
+        selected = keras.models.load_model(Path(run_dir, MODEL_FILES["best_metric"]),
+                                           compile=False)
+        metrics.update({f"test_{k}": v for k, v in
+                        _scores(selected, settings.tasks, test).items()})
+    return metrics
 
 
 def resolved_toml(experiment, variant, seed):

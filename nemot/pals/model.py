@@ -4,7 +4,8 @@ Reading order of :meth:`PALBert.call`::
 
     x      = LN(token_emb + position_emb + segment_emb)          # BERT's embeddings
     x      = layer_l(x, TS_t)   for l = 1..12                      # post-LN BERT layers hosting
-                                                                   # PALs: LN(a + FFN(a) + TS_t(x))
+                                                                   # PALs: LN2(a + Drop(FFN(a))
+                                                                   #          + TS_t(x))
     pooled = tanh(W_p x[:, 0])                                     # BERT's pooler, shared
     out    = [Linear_t(Drop_0.3(pooled)) for every task t]         # heads, concatenated
 
@@ -39,7 +40,7 @@ from nemot.ngt.model import load_backbone
 from nemot.pals.tasks import get_task
 
 STACK = "bert"
-PAL_OPTIONS = ("hidden_size", "layers", "num_heads", "decoder_init")
+PAL_OPTIONS = ("hidden_size", "layers", "num_heads", "attention_dropout", "decoder_init")
 # The paper's two PAL settings (seed s.4.3, after Stickland & Murray).
 PAL_PRESETS = {
     "zero": None,
@@ -73,7 +74,8 @@ class PALBert(keras.Model):
             max_sequence_length, num_segments: BERT's sizes (``BertBackbone``'s names).
         tasks: task names of :data:`nemot.pals.tasks.TASKS`, in task-index order.
         pals: None (no PALs), or ``{"hidden_size": d_s, "layers": "all" | "top_half" |
-            [indices], "num_heads": 6, "decoder_init": "normal" | "zeros"}``.
+            [indices], "num_heads": 6, "attention_dropout": 0.1, "decoder_init": "normal" |
+            "zeros"}`` (:class:`nemot.modulation.pals.ProjectedAttentionAdapter`).
         head_dropout: dropout before each head (seed: 0.3).
         dropout: BERT's dropout (embeddings, attention probabilities, sub-layers).
         activation: ``"gelu"`` (exact, BERT) or ``"gelu_tanh"`` (KerasHub's BERT).

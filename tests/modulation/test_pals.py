@@ -1,5 +1,8 @@
 """PALs (nemot.modulation.pals): the parameter formula, sharing, the exact identity at a
-zero decoder, per-task gradients, padding, and PALs inside NeMoT's vanilla set."""
+zero decoder, per-task gradients, padding, the dropout on the projected attention's
+probabilities, and PALs inside NeMoT's vanilla set."""
+
+import functools
 
 import keras
 import numpy as np
@@ -8,7 +11,9 @@ import tensorflow as tf
 from keras import ops
 
 import nemot
+from nemot import dropout as drop
 from nemot import vocab
+from nemot.layers.transformer import TransformerLayer
 from nemot.models.losses import NeMoTLoss
 from nemot.modulation.pals import PALProjections, ProjectedAttentionAdapter, pal_parameters
 from nemot.modulation.spec import ModulationSpec
@@ -77,8 +82,9 @@ def tiny_pal(num_tasks=2, d_model=8, hidden_size=6, num_heads=2, seed=0, **optio
     return pal
 
 
-def reference(pal, h, mask, task):
-    """TS_t(h) written out in numpy for one example of task ``task``."""
+def reference(pal, h, mask, task, keep=None, scale=1.0):
+    """TS_t(h) written out in numpy for one example of task ``task``; ``keep`` [heads, L,
+    L]: the dropout mask of the attention probabilities (kept ones scaled by ``scale``)."""
     s, proj = pal.shared, lambda w: np.asarray(w)[task]
     z = h @ proj(s.encoder_kernel) + proj(s.encoder_bias)
     heads, dim = pal.num_heads, pal.hidden_size // pal.num_heads
@@ -90,7 +96,10 @@ def reference(pal, h, mask, task):
         scores = q[:, cols] @ k[:, cols].T / np.sqrt(dim)
         scores = np.where(mask, scores, -1e9)
         probs = np.exp(scores - scores.max(-1, keepdims=True))
-        out[:, cols] = (probs / probs.sum(-1, keepdims=True)) @ v[:, cols]
+        probs = probs / probs.sum(-1, keepdims=True)
+        if keep is not None:
+            probs = np.where(keep[i], probs * scale, 0.0)
+        out[:, cols] = probs @ v[:, cols]
     y = out @ proj(s.decoder_kernel) + proj(s.decoder_bias)
     return np.asarray(keras.activations.gelu(y, approximate=False))
 
@@ -105,6 +114,90 @@ def test_each_example_gets_its_own_tasks_projected_attention():
     got = np.asarray(pal(h, conditioning={"task_index": tasks}, attention_mask=mask))
     for b, t in enumerate(tasks):
         np.testing.assert_allclose(got[b], reference(pal, h[b], mask[b], t), atol=1e-5)
+
+
+def test_dropout_falls_on_the_attention_probabilities_in_training_only():
+    # The official PAL attention is BERTSelfAttention: dropout 0.1 on its probabilities.
+    pal = tiny_pal()
+    assert pal.attention_dropout == 0.1 and pal.draws_dropout
+    rng = np.random.default_rng(5)
+    h = rng.normal(size=(2, 6, 8)).astype("float32")
+    mask = np.ones((2, 6, 6), bool)
+    mask[1, :, 4:] = False
+    tasks = np.array([1, 0], "int32")
+    call = functools.partial(pal, h, conditioning={"task_index": tasks}, attention_mask=mask)
+    seed = ops.convert_to_tensor([3, 4], "uint32")
+    got = np.asarray(call(training=True, dropout_seed=seed))
+    # The mask the seed draws, over [batch, heads, queries, keys].
+    keep = np.asarray(drop.dropout_mask((2, pal.num_heads, 6, 6), 0.1, seed))
+    scale = drop.DRAW_RANGE / drop.keep_threshold(0.1)
+    assert 0.8 < keep.mean() < 0.97
+    for b, t in enumerate(tasks):
+        np.testing.assert_allclose(got[b], reference(pal, h[b], mask[b], t, keep[b], scale),
+                                   atol=1e-5)
+        assert np.abs(got[b] - reference(pal, h[b], mask[b], t)).max() > 1e-3
+    other = np.asarray(call(training=True, dropout_seed=ops.convert_to_tensor([5, 6], "uint32")))
+    assert np.abs(other - got).max() > 1e-3
+    # Inference ignores any seed and drops nothing.
+    inference = np.asarray(call(training=False, dropout_seed=seed))
+    np.testing.assert_array_equal(inference, np.asarray(call()))
+    for b, t in enumerate(tasks):
+        np.testing.assert_allclose(inference[b], reference(pal, h[b], mask[b], t), atol=1e-5)
+    with pytest.raises(ValueError, match="needs dropout_seed= from the host"):
+        call(training=True)
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.0])
+def test_a_hosting_layer_seeds_the_pal_dropout_and_zero_switches_it_off(rate):
+    # A host without dropout of its own: the PAL's is the only randomness in training.
+    keras.utils.set_random_seed(0)
+    spec = ModulationSpec("pals", sets=("bert",), options=dict(
+        hidden_size=6, num_heads=2, attention_dropout=rate))
+    per_layer, _ = stack_modulations([spec], "bert", 1, 2, 8)
+    layer = TransformerLayer(2, 16, dropout=0.0, normalize_first=False,
+                             modulations=per_layer[0][0])
+    layer.build((None, None, 8))
+    for w in layer.parallel[0].weights:
+        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+    x = np.random.default_rng(2).normal(size=(2, 5, 8)).astype("float32")
+    call = functools.partial(layer, x, np.ones((2, 5, 5), bool),
+                             conditioning={"task_index": np.array([0, 1])})
+    first, second = (np.asarray(call(training=True)[0]) for _ in range(2))
+    inference = np.asarray(call(training=False)[0])
+    np.testing.assert_array_equal(inference, np.asarray(call(training=False)[0]))
+    if rate:
+        assert np.abs(first - second).max() > 1e-3
+    else:
+        np.testing.assert_allclose(first, second, atol=1e-6)
+        np.testing.assert_allclose(first, inference, atol=1e-6)
+
+
+def test_pals_in_the_output_set_take_their_seed_from_it_outside_the_routing_branch():
+    # Every NeMoT dropout off: the PALs' attention dropout still needs a seed, drawn by
+    # the output set before ops.cond (JAX refuses a generator advanced inside a branch).
+    cfg = TINY.replace(dropout=0.0, vanilla_attention_dropout=0.0, attention_dropout=0.0,
+                       modulation=[{"kind": "pals", "sets": ["output"], "hidden_size": 8,
+                                    "num_heads": 2}])
+    keras.utils.set_random_seed(0)
+    model = nemot.build_model(cfg)
+    for w in model.output_set.weights:  # a PAL term large enough to show
+        if "pals" in w.path:
+            w.assign(np.random.default_rng(0).normal(0, 0.5, w.shape).astype("float32"))
+    layers = [layer for block in model.output_set.blocks.values()
+              for layer in block.transformer_layers]
+    owners = [model.output_set] + layers
+
+    def states():
+        return [np.asarray(o.seed_generator.state.numpy()) for o in owners]
+
+    before = states()
+    x = {"token_ids": nemot_ids(["gqa", "mqa"])}
+    first, second = (np.asarray(model(x, training=True)["logits"]) for _ in range(2))
+    after = states()
+    assert after[0][1] == before[0][1] + 2  # one draw per call, by the set
+    for old, new in zip(before[1:], after[1:]):
+        np.testing.assert_array_equal(new, old)  # none inside the branches
+    assert np.abs(first - second).max() > 1e-4
 
 
 def test_a_zero_decoder_adds_exactly_nothing():

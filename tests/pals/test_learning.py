@@ -64,6 +64,8 @@ def test_pals_learn_two_conflicting_tasks_a_shared_encoder_cannot(toy_tasks):
     each task attend to its own token. After 200 steps (seeds 0, 1, 2 here: shared 0.61,
     0.63, 0.65; PALs 1.0, 0.96, 0.96; the shared encoder needs ~4x the steps to catch up)."""
     shared = accuracy_after_training(toy_tasks, None)
-    with_pals = accuracy_after_training(toy_tasks, {"hidden_size": 8, "num_heads": 2})
+    # Every dropout off, the PALs' attention dropout too (the numbers above are without it).
+    with_pals = accuracy_after_training(toy_tasks, {"hidden_size": 8, "num_heads": 2,
+                                                    "attention_dropout": 0.0})
     assert with_pals > 0.9
     assert with_pals > shared + 0.2, (shared, with_pals)

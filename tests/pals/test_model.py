@@ -111,6 +111,28 @@ def test_a_batch_of_one_task_trains_only_that_tasks_pals_and_head():
     assert np.abs(ops.convert_to_numpy(grads[f"{model.name}/head_sst/kernel"])).max() > 0
 
 
+@pytest.mark.parametrize("rate", [None, 0.0])
+def test_the_pals_attention_dropout_is_the_official_0_1_and_zero_switches_it_off(rate):
+    # BERT's own dropouts off: the PALs' attention dropout is the only randomness left.
+    pals = PALS if rate is None else dict(PALS, attention_dropout=rate)
+    keras.utils.set_random_seed(0)
+    model = PALBert(40, 2, 2, 8, 16, tasks=TASKS, pals=pals, dropout=0.0)
+    model.build()
+    for w in model.shared_modulations[0].weights:  # a PAL term large enough to show
+        w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
+    assert {layer.parallel[0].attention_dropout for layer in model.transformer_layers} == \
+        {0.1 if rate is None else rate}
+    x = inputs()
+    first, second = (ops.convert_to_numpy(model.encode(x, training=True)) for _ in range(2))
+    inference = sequence(model, x)
+    np.testing.assert_array_equal(inference, sequence(model, x))
+    if rate is None:
+        assert np.abs(first - second).max() > 1e-4
+    else:
+        np.testing.assert_allclose(first, inference, atol=1e-6)
+        np.testing.assert_allclose(second, inference, atol=1e-6)
+
+
 def test_padding_does_not_change_the_real_positions():
     model = scrambled_model()
     x = inputs(batch=2, length=6, tasks=(1, 2))
