@@ -201,3 +201,12 @@ def test_a_test_split_without_labels_is_refused_before_training(tiny_setup, tmp_
         "v": experiment.dataclasses.replace(settings, score_test=True, dir=str(student_only))})
     with pytest.raises(ValueError, match="ids-sst-test-student.csv: line 1: field 'sentiment'"):
         experiment.run_one(bad, "v", 0, tmp_path / "run")
+
+
+def test_only_the_synthetic_config_is_marked_synthetic_so_its_reports_show_no_paper_numbers():
+    from nemot import runs
+
+    root = CONFIGS[0].parent
+    for path in [*CONFIGS, root / "synthetic.toml"]:
+        module, experiment = runs.load(path)
+        assert runs.is_synthetic(module, experiment, path) == (path.stem == "synthetic")
