@@ -133,12 +133,12 @@ class VanillaSet(_ConfiguredLayer):
         self.token_embedding = keras.layers.Embedding(cfg.vocab_size, cfg.d_model,
                                                       name="token_embedding",
                                                       dtype=self.dtype_policy)
-        self.token_embedding.build(None)
+        self.token_embedding.build((None, None))
         if cfg.position_encoding == "learned":
             self.position_embedding = keras.layers.Embedding(
                 cfg.max_position_embeddings, cfg.d_model, name="position_embedding",
                 dtype=self.dtype_policy)
-            self.position_embedding.build(None)
+            self.position_embedding.build((None,))
         # GPT-2 itself always had W_V: the original code's missing value
         # projection was in its own NM and output layers only (thesis counts).
         self.transformer_layers = self._stack("vanilla", cfg.num_vanilla_layers, True,

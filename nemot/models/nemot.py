@@ -132,7 +132,7 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
         if cfg.reading_strategies:
             self.reading_strategies.build((None, None, cfg.d_model))
         if cfg.aux_embedding == "separate":
-            self.aux_embedding.build(None)
+            self.aux_embedding.build((None, vocab.NUM_AUX))
         self.neuromodulatory_set.build(None)
         self.output_set.build(None)
         self.head.build((None, None, cfg.d_model))
