@@ -27,6 +27,7 @@ from nemot.config import NeMoTConfig
 from nemot.layers.masks import mask_from_positions
 from nemot.layers.reading_strategies import ReadingStrategies
 from nemot.layers.sets import NeuromodulatorySet, OutputSet, VanillaSet
+from nemot.models.conventions import DatasetFitMixin, PresetMixin
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.losses import CombinedLossMixin
 from nemot.models.routing import BlockUpdateGuard
@@ -74,7 +75,7 @@ def text_masks(text_valid, is_enc, query_start, query_length, num_aux, with_aux)
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
+class NeMoT(PresetMixin, DatasetFitMixin, CombinedLossMixin, HostsModulations, keras.Model):
     """The NeMoT model: vanilla set, neuromodulatory set, gate, output set, heads.
 
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first,
@@ -89,6 +90,10 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
     ``compile(optimizer, loss=nemot.NeMoTLoss(...))`` sets other weights. An output
     block that no example of a training batch selects is not updated, its optimizer
     slots included (:mod:`nemot.models.routing`).
+
+    Saving: ``model.save("m.keras")`` (one file, :func:`nemot.load_model`), or KerasHub's
+    preset directory with the tokenizer: ``model.save_to_preset(dir)``,
+    ``NeMoT.from_preset(dir)`` (:mod:`nemot.models.conventions`).
 
     Args:
         config: a ``NeMoTConfig`` (or its dict).
@@ -344,6 +349,11 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+    @staticmethod
+    def config_for_preset(name):
+        """The ``NeMoTConfig`` a preset name stands for (``from_preset``)."""
+        return NeMoTConfig.preset(name)
 
 
 def build_model(config, gpt2=None, return_gates=False):
