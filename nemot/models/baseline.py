@@ -1,4 +1,4 @@
-"""The GPT-2 baseline of the thesis (SPEC.md section 5): GPT-2 plus a new head."""
+"""The GPT-2 baseline of the thesis (docs/spec.md section 5): GPT-2 plus a new head."""
 
 import keras
 from keras import ops

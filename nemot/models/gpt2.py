@@ -1,5 +1,5 @@
 """GPT-2 checkpoints and the vanilla set: initialising it from GPT-2 and exporting it
-back (SPEC.md section 2; the GPT-2 baseline model is :mod:`nemot.models.baseline`).
+back (docs/spec.md section 2; the GPT-2 baseline model is :mod:`nemot.models.baseline`).
 
 Loading goes through KerasHub: ``keras_hub.models.GPT2Backbone.from_preset``
 reads a KerasHub preset name (``gpt2_base_en``, ``gpt2_medium_en``; online), a
@@ -10,7 +10,7 @@ layout is the same (``nemot.layers.transformer`` names its sub-layers after
 KerasHub's ``TransformerDecoder``). Export builds a ``GPT2Backbone`` from the
 vanilla set and writes it with KerasHub's Hugging Face exporter.
 
-The vocabulary is resized to 50,313 rows (SPEC.md section 1): the
+The vocabulary is resized to 50,313 rows (docs/spec.md section 1): the
 checkpoint's 50,257 rows are copied and the new rows drawn from a truncated
 normal with standard deviation 0.02.
 
@@ -216,7 +216,7 @@ def load_gpt2_backbone(source):
 
 
 def load_vanilla_set(model, source, seed=None):
-    """Initialise ``model.vanilla_set`` from GPT-2 weights (SPEC.md section 2, item 1).
+    """Initialise ``model.vanilla_set`` from GPT-2 weights (docs/spec.md §2.1).
 
     Works for any model with ``config`` and ``vanilla_set`` (NeMoT, the GPT-2
     baseline). The checkpoint's word-embedding rows are copied; the rows it

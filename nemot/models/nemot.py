@@ -3,12 +3,13 @@
 Reading order of ``NeMoT.forward`` (``call`` and cached decoding both run it)::
 
     aux, text   = token_ids[:, :3], token_ids[:, 3:]      # [<cls>, <mode>, <task>] + text
-    v           = vanilla_set(text)                      # GPT-2, eqs. 3.1-3.5
+    v           = vanilla_set(text)                      # GPT-2, eq. 3.11
     v           = reading_strategies(v, text, pos_tags)  # optional, thesis s.3.4.3 (or after
                                                          # the embeddings); vanilla head: raw v
-    nm          = neuromodulatory_set([aux_emb ; v])     # eq. 3.6
+    nm          = neuromodulatory_set([aux_emb ; v])     # eq. 3.12
     gates, x    = gate(nm, v)                            # sigmoid(Drop(nm)), x = gates[:, 3:] * v
-    y           = output_set[task](x)                    # eqs. 3.9-3.13, per example
+                                                         # (eqs. 3.12, 3.14)
+    y           = output_set[task](x)                    # eq. 3.13, per example
     logits      = head(y); vanilla_logits = vanilla_head(v)   # eq. 3.14
 
 Per-layer modulations named in the config (PALs, HyperGrid, modulated activations:
