@@ -10,9 +10,10 @@ A block's language tag says what it is, and decides how it is checked:
   notebook. The docs write them at tiny sizes and offline, with the real sizes and the
   online names in comments. Models compile with ``run_eagerly=True`` here unless a block
   says otherwise: tracing a training graph costs tens of seconds per block, and graph
-  execution is what the rest of the suite tests. A block identical to one already run (the README repeats
-  docs/training.md's recipe) runs once. A block that branches on the backend runs its
-  TensorFlow branch here; the JAX one is what tests/test_jax_backend.py checks.
+  execution is what the rest of the suite tests. A block identical to one already run
+  (the README repeats docs/training.md's recipe) runs once. A block that branches on the
+  backend runs its TensorFlow branch here; the JAX one is what tests/test_jax_backend.py
+  checks.
 - ``bash`` / ``sh``: the block must parse (``bash -n``); then each command is checked by
   the program it runs:
 
@@ -443,7 +444,8 @@ def test_spec_citations_name_sections_that_exist():
     spec = (REPO / "docs" / "spec.md").read_text()
     sections = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", spec, re.M))
     assert {"1", "2", "2.9", "3", "4.2", "9", "10"} <= sections
-    cited = re.compile(r"docs/spec\.md[`)]? (?:§|sections? )((?:\d+(?:\.\d+)?(?:, | and |-|–)?)+)")
+    cited = re.compile(r"docs/spec\.md[`)]? (?:§|sections? )"
+                       r"((?:\d+(?:\.\d+)?(?:, | and |-|–)?)+)")
     bad = []
     for path in tracked_text_files():
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
