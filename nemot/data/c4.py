@@ -61,8 +61,10 @@ FILE_ORDERS = ("random", "directory")
 # data.source: local files (raw or data_prep shards, told apart by their names) or TFDS.
 SOURCES = ("files", "tfds")
 TFDS_NAME = "c4/en:3.1.0"
-# Malformed lines named in the end-of-epoch report; the count covers all of them.
-MAX_REPORTED_LINES = 20
+# Malformed lines logged one by one as they are met in a pass; the rest are only counted.
+SHOWN_AT_ONCE = 5
+# Malformed lines a pass may skip before the stream stops (run config data.max_bad_lines).
+MAX_BAD_LINES = 100
 
 
 # ---------------------------------------------------------------- files
@@ -104,27 +106,42 @@ def list_files(data_dir, split="train", source="files", tfds_name=TFDS_NAME):
 
 
 class Problems:
-    """Malformed lines met in one epoch: counted, and logged at the epoch's end."""
+    """Malformed lines met in one pass over the files (an epoch), counted as they come.
 
-    def __init__(self, strict):
-        self.strict = strict
-        self.lines = []
+    The first :data:`SHOWN_AT_ONCE` are logged at once (file, line, why), the count at
+    the pass's end. More than ``max_bad_lines`` in the pass stop the stream with a
+    :class:`DataError` naming the last one (0: the first one stops it).
+
+    Args:
+        max_bad_lines: the limit (run config ``data.max_bad_lines``).
+        quiet: count without logging (files read only to count their windows).
+    """
+
+    def __init__(self, max_bad_lines=MAX_BAD_LINES, quiet=False):
+        self.max_bad_lines = max_bad_lines
+        self.quiet = quiet
+        self.count = 0
 
     def add(self, path, line_no, line):
-        error = DataError(path, line_no, "text", "a JSON object with a string field 'text'",
-                          got=line[:60])
-        if self.strict:
-            raise error
-        self.lines.append(str(error))
+        self.count += 1
+        expected = "a JSON object with a string field 'text'"
+        if self.count > self.max_bad_lines:
+            if self.max_bad_lines:
+                expected += (f" (malformed line {self.count} of this pass over the data, more "
+                             f"than max_bad_lines = {self.max_bad_lines}: data.max_bad_lines "
+                             "in a run config)")
+            raise DataError(path, line_no, "text", expected, got=line[:60])
+        if not self.quiet and self.count <= SHOWN_AT_ONCE:
+            logger.warning("C4: skipped malformed line %d of this pass%s: %s", self.count,
+                           " (more are only counted)" if self.count == SHOWN_AT_ONCE else "",
+                           DataError(path, line_no, "text", expected, got=line[:60]))
 
     def report(self, epoch):
-        if self.lines:
-            shown = "\n  ".join(self.lines[:MAX_REPORTED_LINES])
-            more = len(self.lines) - MAX_REPORTED_LINES
-            logger.warning("C4 epoch %d: skipped %d malformed line(s):\n  %s%s", epoch,
-                           len(self.lines), shown, f"\n  ... and {more} more" if more > 0 else "")
-        count = len(self.lines)
-        self.lines = []
+        """Log the pass's count (when any); returns it and starts counting again."""
+        count, self.count = self.count, 0
+        if count and not self.quiet:
+            logger.warning("C4 epoch %d: skipped %d malformed line(s) (at most %d allowed: "
+                           "data.max_bad_lines)", epoch, count, self.max_bad_lines)
         return count
 
 
@@ -347,13 +364,15 @@ def file_order(files, seed, epoch, order):
     return [files[i] for i in np.random.default_rng([seed, epoch]).permutation(len(files))]
 
 
-def window_stream(kind, files, *, n, seed=0, start=0, pack=False, strict=False, order="random",
-                  cycle_length=4, shuffle_buffer=8192, tokenizer=None, index=None, repeat=True):
+def window_stream(kind, files, *, n, seed=0, start=0, pack=False, max_bad_lines=MAX_BAD_LINES,
+                  order="random", cycle_length=4, shuffle_buffer=8192, tokenizer=None, index=None,
+                  repeat=True):
     """Rows ``(token_ids [3 + n], task_targets [n])`` of the stream from window ``start`` on.
 
     See the module docstring for the order. ``index`` is a :class:`WindowIndex`
-    (default: in memory). Raises :class:`DataError` on a malformed line when ``strict``;
-    otherwise malformed lines are skipped and reported at each epoch's end.
+    (default: in memory). Malformed lines are skipped and logged as they come
+    (:class:`Problems`); more than ``max_bad_lines`` in one epoch raise :class:`DataError`
+    (``max_bad_lines=0``: the first one does).
     """
     if order not in FILE_ORDERS:
         raise ValueError(f"file_order must be one of {FILE_ORDERS}, got {order!r}")
@@ -362,14 +381,15 @@ def window_stream(kind, files, *, n, seed=0, start=0, pack=False, strict=False, 
     index = index or WindowIndex(None, n, pack, tokenizer if kind != SHARDS else None)
     skip = int(start)
     for epoch in itertools.count():
-        problems = Problems(strict)
+        problems = Problems(max_bad_lines)
         epoch_windows = 0
         files_e = file_order(files, seed, epoch, order)
         for g in range(0, len(files_e), cycle_length):
             group = files_e[g:g + cycle_length]
             if skip:
                 # Lines of skipped files were reported by the run that read them.
-                total = sum(index.count(f, kind, Problems(strict)) for f in group)
+                total = sum(index.count(f, kind, Problems(max_bad_lines, quiet=True))
+                            for f in group)
                 epoch_windows += total
                 if skip >= total:
                     skip -= total

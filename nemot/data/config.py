@@ -4,7 +4,7 @@ of a run config)."""
 import dataclasses
 
 from nemot import vocab
-from nemot.data.c4 import FILE_ORDERS, SOURCES, TFDS_NAME
+from nemot.data.c4 import FILE_ORDERS, MAX_BAD_LINES, SOURCES, TFDS_NAME
 from nemot.data.format import MQA_MODES
 
 SAMPLING = ("uniform", "annealed", "proportional", "sqrt", "round_robin")
@@ -32,6 +32,8 @@ class DataConfig:
             ``tfds_name`` prepared in it).
         tfds_name: pre-training from TFDS: ``c4/en:VERSION`` (``c4/en`` takes the version
             tensorflow-datasets picks).
+        max_bad_lines: pre-training: malformed C4 lines skipped (and logged) per pass over
+            the files before the run stops with a ``DataError`` (0: stop at the first).
         validation_examples: how many validation examples the metric decodes (0 = all).
         validation_batches: how many validation batches the loss reads (0 = all).
         max_new_tokens: decoding length limit for generation metrics.
@@ -53,6 +55,7 @@ class DataConfig:
     file_order: str = "random"
     source: str = "files"
     tfds_name: str = TFDS_NAME
+    max_bad_lines: int = MAX_BAD_LINES
     validation_examples: int = 0
     validation_batches: int = 0
     max_new_tokens: int = 32
@@ -68,3 +71,6 @@ class DataConfig:
             if value not in choices:
                 raise ValueError(f"{source}: data.{key} = {value!r}: expected one of "
                                  f"{list(choices)}")
+        if self.max_bad_lines < 0:
+            raise ValueError(f"{source}: data.max_bad_lines = {self.max_bad_lines}: expected "
+                             ">= 0")

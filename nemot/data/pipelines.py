@@ -36,6 +36,8 @@ Example:
     (TensorShape([32, 771]), TensorShape([32, 768]))
 """
 
+import collections
+import contextlib
 import functools
 import itertools
 import logging
@@ -59,6 +61,97 @@ logger = logging.getLogger(__name__)
 POOL_BLOCK = 65536
 _POOL_TAG = 7919  # keeps the pool's dataset draws apart from the per-dataset permutations
 _ANSWER_TAG = 104729  # keeps the per-epoch answer choice apart from the permutations
+
+
+# ---------------------------------------------------------------- errors raised inside tf.data
+
+# Python exceptions raised by the Python code of our datasets (generators, checks), newest
+# last: tf.data hands them on as a tf.errors.OpError carrying their message only.
+_RAISED = collections.deque(maxlen=8)
+
+
+def _remembered(fn):
+    """``fn`` remembering the exception it raises, for :func:`python_errors`."""
+    @functools.wraps(fn)
+    def remembering(*args):
+        try:
+            return fn(*args)
+        except Exception as error:
+            _RAISED.append(error)
+            raise
+
+    return remembering
+
+
+def _remembered_generator(make_generator):
+    """``make_generator`` whose generators remember the exception they raise."""
+    @functools.wraps(make_generator)
+    def remembering(*args):
+        try:
+            yield from make_generator(*args)
+        except Exception as error:
+            _RAISED.append(error)
+            raise
+
+    return remembering
+
+
+@contextlib.contextmanager
+def python_errors():
+    """Raise again, as itself, a Python exception of our data code that reached the caller
+    through tf.data as a ``tf.errors.OpError``: e.g. the :class:`DataError` naming a file
+    and line, or the ``ValueError`` of a task token the model has no block for.
+
+    Example:
+        >>> with python_errors():                            # doctest: +SKIP
+        ...     model.fit(c4_dataset("c4/en", batch_size=8), steps_per_epoch=10)
+    """
+    try:
+        yield
+    except tf.errors.OpError as error:
+        original = next((e for e in reversed(_RAISED) if str(e) and str(e) in error.message),
+                        None)
+        if original is None:
+            raise
+        raise original from None
+
+
+def check_as_read(data, check_batch, check_text_length):
+    """A ``tf.data`` dataset for ``model.fit`` with every batch checked on the host as it
+    is read: a compiled train step cannot raise on values, nor see a shape once Keras has
+    relaxed it to ``None`` on a retrace.
+
+    A dataset of ``x`` or ``(x, y, ...)`` with ``x["token_ids"]`` is checked by its static
+    shape now and batch by batch in its pipeline (an error then reaches the caller
+    through :func:`python_errors`); anything else is returned as it is.
+
+    Args:
+        data: what ``fit`` takes as ``x`` or ``validation_data``.
+        check_batch: ``check_batch(token_ids)`` raises for numpy token ids [batch, 3 + n]
+            the model cannot take (``NeMoT.check_batch``).
+        check_text_length: ``check_text_length(n)`` raises for a text length n the model
+            cannot take.
+    """
+    spec = data.element_spec if isinstance(data, tf.data.Dataset) else None
+    x_spec = spec[0] if isinstance(spec, tuple) else spec
+    if not (isinstance(x_spec, dict) and "token_ids" in x_spec):
+        return data
+    width = x_spec["token_ids"].shape[1]
+    if width is not None:
+        check_text_length(width - NUM_AUX)
+
+    @_remembered
+    def checked_ids(token_ids):
+        check_batch(token_ids)
+        return token_ids
+
+    def checked(*element):
+        x = element[0]
+        ids = tf.numpy_function(checked_ids, [x["token_ids"]], x["token_ids"].dtype)
+        x = {**x, "token_ids": tf.ensure_shape(ids, x["token_ids"].shape)}
+        return (x, *element[1:]) if len(element) > 1 else x
+
+    return data.map(checked)
 
 
 # ---------------------------------------------------------------- batching and distribution
@@ -122,7 +215,7 @@ def _to_dataset(make_batches, batch_size, max_text_length, input_context, pos_ta
     if pos_tags:
         x_spec["pos_tags"] = spec(max_text_length)
     ds = tf.data.Dataset.from_generator(
-        make_batches, output_signature=(
+        _remembered_generator(make_batches), output_signature=(
             x_spec, {"task_targets": spec(max_text_length), "lm_targets": spec(max_text_length)}))
     if input_context is not None:
         # Sharding is done above, by rows of each global batch.
@@ -161,9 +254,9 @@ def distribute(strategy, dataset_fn, global_batch_size):
 # ---------------------------------------------------------------- C4
 
 def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0, start_batch=0,
-               pack=False, strict=False, file_order="random", shuffle_buffer=8192, tokenizer=None,
-               split="train", input_context=None, cycle_length=4, window_index="default",
-               source="files", tfds_name=c4.TFDS_NAME):
+               pack=False, max_bad_lines=c4.MAX_BAD_LINES, file_order="random",
+               shuffle_buffer=8192, tokenizer=None, split="train", input_context=None,
+               cycle_length=4, window_index="default", source="files", tfds_name=c4.TFDS_NAME):
     """The C4 pre-training stream (docs/spec.md §4): every row ``[<cls>, <dec>, <lm>]`` + a window.
 
     Args:
@@ -175,8 +268,10 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
         start_batch: resume at this global batch (exactly the uninterrupted stream's batches).
         pack: concatenate documents (within chunks of :data:`nemot.data.c4.CHUNK_DOCS`)
             before cutting, to save padding.
-        strict: raise :class:`DataError` (file, line) on a malformed line instead of
-            skipping and reporting it at the epoch's end.
+        max_bad_lines: malformed lines (bad JSON, no string ``text``) are skipped and
+            logged as they come (:class:`nemot.data.c4.Problems`); one more than this in
+            an epoch stops the stream with a :class:`DataError` naming its file and line
+            (0: the first one).
         file_order: ``"random"`` (seeded, without replacement; thesis) or ``"directory"``
             (original code).
         shuffle_buffer: windows in the shuffle buffer.
@@ -209,7 +304,8 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
     def make_batches():
         rows = c4.window_stream(
             kind, files, n=max_text_length, seed=seed, start=start_batch * batch_size,
-            pack=pack, strict=strict, order=file_order if training else "directory",
+            pack=pack, max_bad_lines=max_bad_lines,
+            order=file_order if training else "directory",
             cycle_length=cycle_length if training else 1,
             shuffle_buffer=shuffle_buffer if training else 0, tokenizer=tokenizer,
             index=index, repeat=training)
@@ -217,7 +313,7 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
 
     rows = None
     if not training:
-        problems = c4.Problems(strict)
+        problems = c4.Problems(max_bad_lines, quiet=True)
         rows = max(sum(index.count(f, kind, problems) for f in files) - start_batch * batch_size, 0)
     return _to_dataset(make_batches, batch_size, max_text_length, input_context, rows=rows)
 

@@ -53,7 +53,7 @@ def _tokenize_c4_file(job):
     source, target = job
     documents = [ids[offsets[d]:offsets[d + 1]]
                  for ids, offsets in c4.raw_chunks(Path(source), _worker_tokenizer,
-                                                   c4.Problems(strict=True))
+                                                   c4.Problems(max_bad_lines=0))
                  for d in range(len(offsets) - 1)]
     return shards.write_c4_shard(target, documents)
 

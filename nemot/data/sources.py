@@ -80,7 +80,8 @@ def c4_data(data, max_text_length, seed):
         raise ValueError("data.dir: pre-training needs a C4 directory (raw files or data_prep "
                          "shards; with data.source = 'tfds', a TFDS data directory)")
     stream = functools.partial(pipelines.c4_dataset, data.dir, max_text_length=max_text_length,
-                               pack=data.pack, source=data.source, tfds_name=data.tfds_name)
+                               pack=data.pack, source=data.source, tfds_name=data.tfds_name,
+                               max_bad_lines=data.max_bad_lines)
     validation = None
     if data.validation_split:
         split = "validation" if data.validation_split in registry.VALIDATION_ALIASES \

@@ -182,10 +182,54 @@ class NeMoT(PresetMixin, DatasetFitMixin, CombinedLossMixin, HostsModulations, k
         if aux is not None:
             vocab.check_aux_tokens(aux, self.config.output_blocks, where=where, modes=modes)
 
+    def check_text_length(self, text_length):
+        """A clear error for more text positions than the learned position table has
+        (past it a gather fails on CPU and reads zeros on GPU); None (unknown) passes."""
+        cfg = self.config
+        if (isinstance(text_length, int) and cfg.position_encoding == "learned"
+                and text_length > cfg.max_position_embeddings):
+            raise ValueError(
+                f"token_ids: {text_length} text positions ({text_length + vocab.NUM_AUX} ids "
+                f"with the auxiliary tokens), but the model has {cfg.max_position_embeddings} "
+                f"positions (max_position_embeddings; its max_text_length is "
+                f"{cfg.max_text_length}): "
+                f"make the data with max_text_length={cfg.max_text_length}, e.g. "
+                "qa_dataset(..., max_text_length=config.max_text_length)")
+
+    def check_batch(self, token_ids):
+        """The ``ValueError`` of calling the model, for concrete token ids [batch, 3 + n]."""
+        self.check_text_length(np.shape(token_ids)[1] - vocab.NUM_AUX)
+        self.check_aux_tokens(token_ids)
+
+    def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
+        """Keras' ``fit``, with the data checked on the host: a compiled train step sees no
+        values, so a task token no output block serves, or a text longer than the model's
+        positions, would otherwise train silently or fail obscurely. Arrays are checked
+        now, a ``tf.data`` dataset as it is read
+        (:func:`nemot.data.pipelines.check_as_read`), with the error calling the model
+        raises."""
+        if validation_data is not None:
+            kwargs["validation_data"] = validation_data
+        if not hasattr(x, "element_spec"):  # not tf.data: arrays, checked now
+            features = x[0] if isinstance(x, (tuple, list)) else x
+            if isinstance(features, dict) and "token_ids" in features:
+                self.check_batch(np.asarray(features["token_ids"]))
+            return super().fit(x, y, *args, **kwargs)
+        from nemot.data import pipelines  # tf.data is in use, so TensorFlow is loaded
+
+        def checked(data):
+            return pipelines.check_as_read(data, self.check_batch, self.check_text_length)
+
+        if validation_data is not None:
+            kwargs["validation_data"] = checked(validation_data)
+        with pipelines.python_errors():
+            return super().fit(checked(x), y, *args, **kwargs)
+
     def call(self, inputs, training=None, return_gates=None):
         token_ids = ops.cast(inputs["token_ids"], "int32")
         aux_ids, text_ids = token_ids[:, :vocab.NUM_AUX], token_ids[:, vocab.NUM_AUX:]
         self.check_aux_tokens(aux_ids)
+        self.check_text_length(text_ids.shape[1])
         outputs, _ = self.forward(aux_ids, text_ids, ops.not_equal(text_ids, vocab.PAD_ID),
                                   pos_tags=inputs.get("pos_tags"), training=training,
                                   vanilla_logits=self.config.vanilla_head and (

@@ -38,6 +38,16 @@ def _tf_variable(variable):
     return getattr(variable, "value", variable)
 
 
+def latest_checkpoint(directory):
+    """Path prefix of the newest checkpoint in ``directory`` (``.../ckpt-<step>``), or None."""
+    return tf.train.latest_checkpoint(str(directory))
+
+
+def checkpoint_step(path):
+    """The global step a checkpoint holds, from its name ``ckpt-<step>``."""
+    return int(str(path).rsplit("-", 1)[1])
+
+
 class TrainingCheckpoint:
     """Save and restore the whole training state every N steps; keep the last K.
 
@@ -74,7 +84,7 @@ class TrainingCheckpoint:
     @property
     def latest(self):
         """Path prefix of the newest checkpoint in ``directory``, or None."""
-        return tf.train.latest_checkpoint(self.directory)
+        return latest_checkpoint(self.directory)
 
     def restore(self):
         """Restore the newest checkpoint if there is one; returns the restored step (or 0)."""

@@ -29,6 +29,7 @@ Example:
 
 import dataclasses
 import functools
+import logging
 import os
 from pathlib import Path
 
@@ -37,6 +38,10 @@ import keras
 from nemot.training import callbacks as cb
 from nemot.training import distributed
 from nemot.training.checkpoints import TrainingCheckpoint
+
+logger = logging.getLogger(__name__)
+# Training checkpoints of a run: <out_dir>/train_state/ckpt-<step>.
+TRAIN_STATE = "train_state"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +63,14 @@ class TrainConfig:
             ``mqa``/``gqa`` (thesis §3.5.3); False = leave them random, as the
             original code did by accident (docs/spec.md section 9).
         init_from: a saved model (``.keras``, e.g. a pre-training run's
-            ``model_last.keras``) whose weights start this run, matched by name.
+            ``model_last.keras``) whose weights start this run, matched by name
+            (:func:`nemot.models.weights.load_pretrained`; NeMoT runs).
+        init_skip: components of the model (``"output_set"``, ``"head"``, ...) not taken
+            from ``init_from``: they keep their initial values, and may differ from the
+            saved model's in shape.
+        resume_allow: run-config keys (``"train.batch_size"``, ``"schedule.rate"``, ...)
+            a resumed NeMoT run may change from its ``run_config.toml`` beyond those
+            always allowed (:data:`nemot.training.run_config.RESUMABLE`).
         optimizer: ``adam`` (the thesis: Adam with Keras defaults) or ``sgd``
             (plain gradient descent; its update is linear in the gradient, which
             the distribution tests use to compare weights to 1e-5 - Adam's
@@ -81,6 +93,8 @@ class TrainConfig:
     decode_jit_compile: bool = True
     init_blocks_from_lm: bool = True
     init_from: str | None = None
+    init_skip: tuple = ()
+    resume_allow: tuple = ()
     optimizer: str = "adam"
     log_every: int = 100
     verbose: int = 1
@@ -185,6 +199,7 @@ def run(build_model, source, train, out_dir, compile_model=None, seed=0, strateg
             ``train_state/`` is the last good one.
     """
     out_dir = str(out_dir)
+    show_run_messages()
     keras.utils.set_random_seed(seed)
     previous_policy = keras.config.dtype_policy()
     if train.mixed_precision:
@@ -195,6 +210,18 @@ def run(build_model, source, train, out_dir, compile_model=None, seed=0, strateg
                     config_toml, perplexity)
     finally:
         keras.config.set_dtype_policy(previous_policy)
+
+
+def show_run_messages():
+    """Show the INFO lines of the ``nemot`` loggers (what a run started from, where it
+    resumed) on stderr when the program has set up no logging of its own; a program
+    that configures ``logging`` keeps its configuration."""
+    ours = logging.getLogger("nemot")
+    if not ours.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        ours.addHandler(handler)
+        ours.setLevel(logging.INFO)
 
 
 def _build(build_model, compile_model, train, strategy):
@@ -211,17 +238,24 @@ def _build(build_model, compile_model, train, strategy):
 
 def _run(build_model, compile_model, source, train, out_dir, strategy, extra_callbacks,
          config_toml, perplexity):
+    from nemot.data import pipelines
+
     is_chief, worker = distributed.worker_info(strategy)
     os.makedirs(out_dir, exist_ok=True)
     if is_chief and config_toml is not None:
         Path(out_dir, "config.toml").write_text(config_toml, encoding="utf-8")
     model = _build(build_model, compile_model, train, strategy)
     with strategy.scope():
-        checkpoint = TrainingCheckpoint(model, os.path.join(out_dir, "train_state"),
+        checkpoint = TrainingCheckpoint(model, os.path.join(out_dir, TRAIN_STATE),
                                         keep=train.keep_checkpoints, is_chief=is_chief,
                                         worker_id=worker)
         step = checkpoint.restore()
     spe, epochs = train.steps_per_epoch or source.steps_per_epoch, train.epochs
+    if step:
+        logger.info("resumed from step %d (checkpoint %s), data position: global batch %d of "
+                    "the training stream (example %d at batch size %d), epoch %d at step %d "
+                    "of %d", step, checkpoint.latest, step, step * train.batch_size,
+                    train.batch_size, step // spe + 1, step % spe, spe)
     guard = cb.NonFiniteGuard()
     validation = cb.EpochValidation(out_dir, source.metric, guard, enabled=is_chief,
                                     perplexity=perplexity)
@@ -238,12 +272,14 @@ def _run(build_model, compile_model, source, train, out_dir, strategy, extra_cal
         kwargs = dict(epochs=segment_end, initial_epoch=epoch,
                       steps_per_epoch=spe - step % spe if step % spe else spe,
                       validation_data=val_ds, callbacks=callbacks, verbose=train.verbose)
-        if distributed.is_multi_worker(strategy):
-            h = distributed.multi_worker_fit(model, strategy, train_ds,
-                                             jit_compile=train.jit_compile, **kwargs)
-        else:
-            # shuffle=False: the datasets are already in their seeded order.
-            h = model.fit(train_ds, shuffle=False, **kwargs)
+        # A DataError of the data (a malformed line...) is raised as itself.
+        with pipelines.python_errors():
+            if distributed.is_multi_worker(strategy):
+                h = distributed.multi_worker_fit(model, strategy, train_ds,
+                                                 jit_compile=train.jit_compile, **kwargs)
+            else:
+                # shuffle=False: the datasets are already in their seeded order.
+                h = model.fit(train_ds, shuffle=False, **kwargs)
         for key, values in h.history.items():
             history.setdefault(key, []).extend(values)
         new_step = checkpoint.step

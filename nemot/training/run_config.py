@@ -38,10 +38,20 @@ from nemot.training.schedules import build_schedule
 
 KINDS = ("pretrain", "finetune", "general")
 MIXED_PRECISION = (None, "mixed_bfloat16", "mixed_float16")
+# Keys a resumed run may change from its run_config.toml: how long it runs, how it logs,
+# saves and computes, never what it computes (train.resume_allow adds more).
+RESUMABLE = frozenset((
+    "name", "train.epochs", "train.steps_per_epoch", "train.verbose", "train.log_every",
+    "train.checkpoint_every", "train.keep_checkpoints", "train.strategy", "train.jit_compile",
+    "train.decode_jit_compile", "train.resume_allow", "model.attention_implementation"))
 
 
 class RunConfigError(ValueError):
     """A run config value is wrong; the message names the file and the key."""
+
+
+class ResumeConflict(RunConfigError):
+    """A run directory holds a run of another config than the one given to resume it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +167,7 @@ def run_config_from_dict(data, source="<dict>"):
     if data.get("model_name") == "gpt2_baseline" and loss.vanilla_weight:
         raise RunConfigError(f"{source}: loss.vanilla_weight = {loss.vanilla_weight}: the GPT-2 "
                              "baseline has no vanilla set; set it to 0")
+    _check_resume_allow(source, train.resume_allow)
     schedule = dict(data.get("schedule", {"type": "constant", "rate": 1e-5}))
     try:
         build_schedule(schedule)
@@ -166,6 +177,49 @@ def run_config_from_dict(data, source="<dict>"):
                      train=train, schedule=schedule, loss=loss, seed=int(data.get("seed", 0)),
                      model_name=data.get("model_name", "nemot"), gpt2=data.get("gpt2"),
                      source=source)
+
+
+def _known_key(key):
+    """Whether dotted ``key`` can appear in a run config (``schedule.*`` takes any name)."""
+    table, _, field = key.partition(".")
+    if not field:
+        return table in _TOP_LEVEL
+    if table == "schedule":
+        return True
+    classes = {"model": NeMoTConfig, "data": DataConfig, "train": TrainConfig, "loss": NeMoTLoss}
+    return table in classes and field in {f.name for f in dataclasses.fields(classes[table])}
+
+
+def _check_resume_allow(source, keys):
+    for key in keys:
+        if not isinstance(key, str) or not _known_key(key):
+            raise RunConfigError(f"{source}: train.resume_allow: {key!r} is not a run-config "
+                                 "key; expected dotted keys such as 'train.batch_size' or "
+                                 "'schedule.rate'")
+        if key == "model_name" or key.startswith("model."):
+            raise RunConfigError(f"{source}: train.resume_allow: {key!r}: the model cannot "
+                                 "change in a resumed run (its checkpoint holds that model's "
+                                 "weights); start a new run with train.init_from instead")
+
+
+def flat_items(data):
+    """``{dotted key: value}`` of a TOML-shaped dict (``{"train": {"epochs": 2}}`` ->
+    ``{"train.epochs": 2}``)."""
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def changed_keys(saved, new):
+    """``[(dotted key, saved value, new value)]`` where two :meth:`RunConfig.to_dict`
+    differ (a value missing on one side is None)."""
+    saved, new = flat_items(saved), flat_items(new)
+    keys = list(saved) + [k for k in new if k not in saved]
+    return [(k, saved.get(k), new.get(k)) for k in keys if saved.get(k) != new.get(k)]
 
 
 def parse_override(text):
@@ -217,17 +271,22 @@ def load_run_config(path, overrides=()):
     return run_config_from_dict(apply_overrides(read_toml(path), overrides), source=str(path))
 
 
+def toml_value(v):
+    """``v`` written as a TOML value (``true``, ``4``, ``"tiny"``, ``["lm", "mqa"]``)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + "}"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def dump_toml(data):
     """A small TOML writer for :meth:`RunConfig.to_dict` (scalars, lists, one level of tables)."""
-    def value(v):
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
+    value = toml_value
     lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
     for table, items in data.items():
         if isinstance(items, dict):

@@ -22,6 +22,7 @@ Example:
     >>> result.best["metric_epoch"]
 """
 
+import logging
 import math
 import os
 
@@ -33,14 +34,17 @@ from nemot.data.pos_tags import pos_tagger_for
 from nemot.data.tokenizer import Tokenizer
 from nemot.evaluation.scoring import score_examples  # noqa: F401  (re-exported)
 from nemot.models.registry import build
-from nemot.models.weights import load_pretrained
-from nemot.training import distributed, loop
+from nemot.models.weights import IncompatibleWeights, load_pretrained
+from nemot.training import checkpoints, distributed, loop
 from nemot.training.loop import DataSource, TrainResult  # noqa: F401  (re-exported)
-from nemot.training.run_config import dump_toml
+from nemot.training.run_config import (RESUMABLE, ResumeConflict, RunConfigError, changed_keys,
+                                       dump_toml, load_run_config, toml_value)
 from nemot.training.sampling import TaskSampler
 from nemot.training.schedules import build_schedule
 
+logger = logging.getLogger(__name__)
 OPTIMIZERS = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}
+RUN_CONFIG = "run_config.toml"
 
 
 # ---------------------------------------------------------------- validation metric
@@ -126,11 +130,35 @@ def copy_output_block(model, source="lm", targets=("mqa", "gqa")):
             dst.assign(src)
 
 
+def start_from(model, cfg):
+    """Copy the weights of the saved model ``cfg.train.init_from`` into ``model``, except
+    the components in ``train.init_skip``, and log what was copied, by component."""
+    path, skip = cfg.train.init_from, cfg.train.init_skip
+    key = f"{cfg.source}: train.init_from = {path!r}"
+    try:
+        start = load_pretrained(model, path, skip=skip)
+    except IncompatibleWeights as error:
+        raise RunConfigError(
+            f"{key}: the saved weights do not fit this run's model in {error.details}; start "
+            "from a model of the same architecture, or keep those components at their "
+            f"initial values: train.init_skip = {toml_value(sorted(error.mismatches))}"
+        ) from None
+    except ValueError as error:
+        raise RunConfigError(f"{key}, train.init_skip = {toml_value(list(skip))}: "
+                             f"{error}") from None
+    logger.info("train.init_from = %s", start.summary())
+
+
 def build_model(cfg):
     """The model of ``cfg`` with its starting weights (call in the strategy's scope)."""
+    if cfg.train.init_from and not os.path.isfile(cfg.train.init_from):
+        raise RunConfigError(f"{cfg.source}: train.init_from = {cfg.train.init_from!r}: no such "
+                             "file; expected a saved model (e.g. a pre-training run's "
+                             "model_last.keras), or train.init_from = \"\" to start from the "
+                             "model's initial weights")
     model = build(cfg.model_name, cfg.model, gpt2=cfg.gpt2)
     if cfg.train.init_from:
-        load_pretrained(model, cfg.train.init_from)
+        start_from(model, cfg)
     if cfg.kind == "general" and cfg.model_name == "nemot" and cfg.train.init_blocks_from_lm:
         copy_output_block(model, "lm", [b for b in ("mqa", "gqa")
                                         if b in cfg.model.output_blocks])
@@ -158,6 +186,52 @@ def default_out_dir(cfg):
     return os.path.join("checkpoints", cfg.name)
 
 
+def check_resume(cfg, out_dir):
+    """Refuse to resume the run in ``out_dir`` with a config that changes more than
+    :data:`~nemot.training.run_config.RESUMABLE` and ``train.resume_allow`` from its
+    ``run_config.toml``; log the changes allowed. Reads only: nothing in ``out_dir``
+    changes before this check.
+
+    A changed ``train.batch_size`` (when allowed) moves the data: the run continues at
+    global batch ``step`` of the new size, so at example ``step * new`` of the stream
+    instead of ``step * old``.
+    """
+    saved_path = os.path.join(out_dir, RUN_CONFIG)
+    latest = checkpoints.latest_checkpoint(os.path.join(out_dir, loop.TRAIN_STATE))
+    if latest is None or not os.path.isfile(saved_path):
+        return  # nothing to resume: a new run (or one stopped before its first checkpoint)
+    step = checkpoints.checkpoint_step(latest)
+    changes = changed_keys(load_run_config(saved_path).to_dict(), cfg.to_dict())
+    allowed = RESUMABLE | set(cfg.train.resume_allow)
+
+    def describe(key, old, new):
+        text = f"{key} {toml_value(old)} -> {toml_value(new)}"
+        if key == "train.batch_size":
+            text += (f" (the data would continue at global batch {step} of the new size: "
+                     f"example {step * new} of the stream, where this run has read {step * old})")
+        return text
+
+    refused = [describe(*change) for change in changes if change[0] not in allowed]
+    if refused:
+        model_keys = [k for k, _, _ in changes if k not in allowed
+                      and (k == "model_name" or k.startswith("model."))]
+        allow = [k for k, _, _ in changes if k not in allowed and k not in model_keys]
+        ways = [f"start a new run in another directory (--out; train.init_from = "
+                f"{toml_value(os.path.join(out_dir, 'model_last.keras'))} starts it from this "
+                "run's weights)"]
+        if allow:
+            ways.append(f"keep these changes in this run: train.resume_allow = "
+                        f"{toml_value(allow)}")
+        raise ResumeConflict(
+            f"{out_dir} holds a run (checkpoint at step {step}) whose {RUN_CONFIG} differs from "
+            f"this config ({cfg.source}) in: {'; '.join(refused)}. Resume it with its own "
+            f"config, or {', or '.join(ways)}"
+            + (f"; the model's keys ({', '.join(model_keys)}) cannot change in a resumed run: "
+               "its checkpoint holds the weights of that model" if model_keys else ""))
+    for change in changes:
+        logger.info("resuming %s with a changed config: %s", out_dir, describe(*change))
+
+
 def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None, callbacks=(),
           task_tokens=None):
     """Train (or resume) the run ``cfg``; see the module docstring.
@@ -173,10 +247,14 @@ def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None, callbac
         callbacks: more Keras callbacks, run after the trainer's own.
 
     Raises:
+        nemot.training.run_config.ResumeConflict: ``out_dir`` holds a run of another
+            config (:func:`check_resume`).
         nemot.training.callbacks.TrainingDiverged: the loss became NaN or infinite; the
             newest checkpoint in ``train_state/`` is the last good one.
     """
     out_dir = str(out_dir or default_out_dir(cfg))
+    loop.show_run_messages()
+    check_resume(cfg, out_dir)
     if source is None:
         source, task_tokens = data_source(cfg, tokenizer)
     pipelines.check_task_tokens(task_tokens or {}, cfg.model)
@@ -184,7 +262,7 @@ def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None, callbac
     is_chief, _ = distributed.worker_info(strategy)
     if is_chief:
         os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "run_config.toml"), "w", encoding="utf-8") as f:
+        with open(os.path.join(out_dir, RUN_CONFIG), "w", encoding="utf-8") as f:
             f.write(dump_toml(cfg.to_dict()))
     return loop.run(lambda: build_model(cfg), source, cfg.train, out_dir,
                     compile_model=lambda model: compile_model(model, cfg), seed=cfg.seed,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from nemot.data import prepare
 from nemot import vocab
-from nemot.data import DataError, c4
-from nemot.data.pipelines import c4_dataset
+from nemot.data import DataError, c4, sources
+from nemot.data.config import DataConfig
+from nemot.data.pipelines import c4_dataset, python_errors
 from tests.data import fixtures
 
 PAD, IGN = vocab.PAD_ID, vocab.IGNORE_ID
@@ -202,24 +202,52 @@ def test_validation_split_is_finite_in_order_and_padded(c4_dirs, tok):
     assert int(dataset.cardinality()) == len(batches)
 
 
-def test_malformed_lines_are_reported_at_epoch_end_or_raise_in_strict_mode(tmp_path, caplog, tok):
+BAD_LINES = ["{not json\n", {"url": "no text"}, {"text": 7}]
+
+
+def test_malformed_lines_are_logged_as_they_come_and_counted_at_epoch_end(tmp_path, caplog,
+                                                                          tok):
+    # The first file's bad lines are logged before the second file is read.
     write_texts(tmp_path / "c4-train.00000-of-01024.json.gz",
-                [{"text": "A fine first document here."}, "{not json\n", {"url": "no text"},
-                 {"text": 7}, {"text": "A fine last document."}])
+                [{"text": "A fine first document here."}] + BAD_LINES * 3)
+    write_texts(tmp_path / "c4-train.00001-of-01024.json.gz",
+                [{"text": "A fine last document."}])
     kind, files = c4.list_files(tmp_path)
     with caplog.at_level(logging.WARNING, logger="nemot.data.c4"):
-        rows = list(c4.window_stream(kind, files, n=4, repeat=False, tokenizer=tok))
-    assert rows
-    (record,) = [r for r in caplog.records if "malformed" in r.getMessage()]
-    message = record.getMessage()
-    assert "skipped 3 malformed" in message
-    for line in (2, 3, 4):
-        assert f"c4-train.00000-of-01024.json.gz: line {line}: field 'text'" in message
+        rows = c4.window_stream(kind, files, n=4, repeat=False, tokenizer=tok,
+                                order="directory", cycle_length=1, shuffle_buffer=0)
+        next(rows)
+        at_once = [r.getMessage() for r in caplog.records]
+        assert len(at_once) == c4.SHOWN_AT_ONCE == 5
+        for k, line in enumerate((2, 3, 4, 5, 6)):
+            assert f"malformed line {k + 1} of this pass" in at_once[k]
+            assert f"c4-train.00000-of-01024.json.gz: line {line}: field 'text'" in at_once[k]
+        assert "more are only counted" in at_once[-1]
+        assert list(rows)
+    (end,) = [r.getMessage() for r in caplog.records[5:]]
+    assert "C4 epoch 0: skipped 9 malformed line(s)" in end
+
+
+def test_more_malformed_lines_than_data_max_bad_lines_stop_the_run(tmp_path, tok):
+    write_texts(tmp_path / "c4-train.00000-of-01024.json.gz",
+                [{"text": "A fine first document here."}] + BAD_LINES)
+    kind, files = c4.list_files(tmp_path)
+    assert list(c4.window_stream(kind, files, n=4, repeat=False, tokenizer=tok,
+                                 max_bad_lines=3))
+    with pytest.raises(DataError, match=r"json.gz: line 4: field 'text': .*malformed line 3 of "
+                                        r"this pass over the data, more than max_bad_lines = 2"):
+        list(c4.window_stream(kind, files, n=4, tokenizer=tok, max_bad_lines=2))
     with pytest.raises(DataError, match=r"c4-train.00000-of-01024.json.gz: line 2: field 'text'"):
-        list(c4.window_stream(kind, files, n=4, strict=True, tokenizer=tok))
-    ds = c4_dataset(tmp_path, batch_size=1, max_text_length=4, strict=True, window_index=None)
-    with pytest.raises(tf.errors.OpError, match="line 2: field 'text'"):
-        take(ds, 20)
+        list(c4.window_stream(kind, files, n=4, tokenizer=tok, max_bad_lines=0))
+    # A run's data.max_bad_lines reaches the stream; through tf.data (python_errors) the
+    # DataError arrives as itself.
+    data = sources.c4_data(DataConfig(dir=str(tmp_path), max_bad_lines=1, validation_split=""),
+                           4, seed=0)
+    with pytest.raises(DataError, match="line 3: field 'text'.*data.max_bad_lines"):
+        with python_errors():
+            take(data.train(start_batch=0, batch_size=1, input_context=None), 20)
+    with pytest.raises(ValueError, match=r"data.max_bad_lines = -1: expected >= 0"):
+        DataConfig(max_bad_lines=-1).check()
 
 
 def test_directory_errors(tmp_path, c4_dirs, tok):

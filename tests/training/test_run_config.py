@@ -64,12 +64,16 @@ def test_overrides_parse_toml_values():
 
 
 def test_round_trip_through_dump_toml(tmp_path):
-    cfg = load_run_config(CONFIGS / "general.toml", ["model.preset=\"tiny\""])
+    # A modulation is a list of tables (inline tables in run_config.toml), which a resumed
+    # run reads back to compare.
+    cfg = load_run_config(CONFIGS / "general.toml", [
+        "model.preset=\"tiny\"", 'model.modulation=[{kind = "pals", sets = ["vanilla"]}]'])
     path = tmp_path / "again.toml"
     path.write_text(dump_toml(cfg.to_dict()))
     again = load_run_config(path)
     assert again.to_dict() == cfg.to_dict()
     assert again.model.d_model == 32 and again.data.datasets == cfg.data.datasets
+    assert again.model.modulation[0].kind == "pals"
 
 
 @pytest.mark.parametrize("overrides, message", [

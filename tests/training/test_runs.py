@@ -3,6 +3,7 @@
 
 import csv
 import json
+import logging
 import math
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from nemot.data import registry
+from nemot.data.pipelines import qa_dataset
 from nemot.training import cli, trainer
 from nemot.training.callbacks import TrainingDiverged
 from nemot.training.checkpoints import TrainingCheckpoint
@@ -35,6 +37,26 @@ def test_docs_snippet_fits_a_dataset_chosen_by_name(tmp_path):
     history = model.history.history
     assert all(math.isfinite(v) for v in history["loss"])
     assert set(history) >= {"task_loss", "lm_loss", "vanilla_loss"}
+
+    # The recipe refuses data the model cannot take with the error calling the model
+    # gives, though its train step is compiled (a task token no block serves)...
+    unserved = qa_dataset("boolq", "train", data_dir=str(tmp_path / "boolq"), batch_size=4,
+                          max_text_length=32, task_token="pgqa")
+    called = "token_ids row 0: <pgqa> at auxiliary position 2 (<task>); expected the task " \
+             "token of one of the model's output blocks ['lm', 'mqa', 'gqa']"
+    with pytest.raises(ValueError, match=re.escape(called)):
+        model(next(iter(unserved))[0])
+    head = model.head.kernel.numpy()
+    with pytest.raises(ValueError) as fitted:
+        model.fit(unserved, epochs=1, steps_per_epoch=2, verbose=0)
+    assert str(fitted.value) == called
+    np.testing.assert_array_equal(model.head.kernel.numpy(), head)      # nothing learnt
+    # ... or texts longer than its positions (qa_dataset's default, 768 tokens).
+    too_long = qa_dataset("boolq", "train", data_dir=str(tmp_path / "boolq"), batch_size=4)
+    with pytest.raises(ValueError, match=r"token_ids: 768 text positions \(771 ids with the "
+                                         r"auxiliary tokens\), but the model has 64 positions .* "
+                                         r"make the data with max_text_length=32"):
+        model.fit(too_long, epochs=1, steps_per_epoch=2, verbose=0)
 
 
 TINY_FINETUNE = """
@@ -71,7 +93,7 @@ def _rows(path):
         return list(csv.DictReader(handle))
 
 
-def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys):
+def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys, caplog):
     fixtures.race(tmp_path / "RACE")
     config = tmp_path / "race.toml"
     config.write_text(TINY_FINETUNE.format(dir=tmp_path / "RACE"))
@@ -94,9 +116,14 @@ def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys):
     assert "done: step 4" in capsys.readouterr().out
     last = keras.models.load_model(out / "model_last.keras")
 
-    # Same command with one more epoch: resumes at step 4, trains epoch 3 only.
-    assert cli.main(["finetune", "--config", str(config), "--out", str(out),
-                     "--epochs", "3"]) == 0
+    # Same command with one more epoch: resumes at step 4, trains epoch 3 only, and says so.
+    with caplog.at_level(logging.INFO, logger="nemot.training"):
+        assert cli.main(["finetune", "--config", str(config), "--out", str(out),
+                         "--epochs", "3"]) == 0
+    assert f"resuming {out} with a changed config: train.epochs 2 -> 3" in caplog.text
+    assert (f"resumed from step 4 (checkpoint {out / 'train_state' / 'ckpt-4'}), data position: "
+            "global batch 4 of the training stream (example 8 at batch size 2), epoch 3 at "
+            "step 0 of 2") in caplog.text
     assert [r["epoch"] for r in _rows(out / "results.csv")] == ["1", "2", "3"]
     assert "done: step 6" in capsys.readouterr().out
     resumed = keras.models.load_model(out / "model_last.keras")
