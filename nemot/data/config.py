@@ -5,7 +5,6 @@ import dataclasses
 
 from nemot import vocab
 from nemot.data.c4 import FILE_ORDERS, SOURCES, TFDS_NAME
-from nemot.data import registry
 from nemot.data.format import MQA_MODES
 
 SAMPLING = ("uniform", "annealed", "proportional", "sqrt", "round_robin")
@@ -69,9 +68,3 @@ class DataConfig:
             if value not in choices:
                 raise ValueError(f"{source}: data.{key} = {value!r}: expected one of "
                                  f"{list(choices)}")
-        for key, names in (("dataset", [self.dataset] if self.dataset else []),
-                           ("datasets", self.datasets)):
-            unknown = [name for name in names if name not in registry.DATASETS]
-            if unknown:
-                raise ValueError(f"{source}: data.{key}: unknown dataset(s) {unknown}; known: "
-                                 f"{', '.join(registry.names())}")

@@ -79,9 +79,18 @@ def _toml_string(text):
     return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def check_paths(cfg):
-    """Refuse, naming the config key, a run whose local input paths do not exist, before
-    anything is built: ``train.init_from`` and a local ``data.dir``."""
+def check_inputs(cfg):
+    """Refuse, naming the config key, a run whose inputs do not exist, before anything is
+    built: ``data.dataset`` / ``data.datasets`` not in the registry, a missing
+    ``train.init_from`` or local ``data.dir``."""
+    from nemot.data import registry
+
+    for key, names in (("dataset", [cfg.data.dataset] if cfg.data.dataset else []),
+                       ("datasets", cfg.data.datasets)):
+        unknown = [name for name in names if name not in registry.DATASETS]
+        if unknown:
+            raise errors.ConfigError(f"{cfg.source}: data.{key}: unknown dataset(s) {unknown}; "
+                                     f"known: {', '.join(registry.names())}")
     init_from = cfg.train.init_from
     if init_from and not os.path.isfile(init_from):
         raise errors.ConfigError(
@@ -115,7 +124,7 @@ def run(args, kind):
     if cfg.kind != kind:
         command = next(c for c, (k, _) in COMMANDS.items() if k == cfg.kind)
         raise errors.ConfigError(f"{args.config} is a {cfg.kind!r} run; use `nemot {command}`")
-    check_paths(cfg)
+    check_inputs(cfg)
     from nemot.training import trainer
     from nemot.training.callbacks import TrainingDiverged
 
