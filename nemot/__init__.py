@@ -10,6 +10,7 @@ NGT model (``keras.models.load_model`` works too once ``nemot.models`` is import
 import importlib
 
 from nemot.config import NeMoTConfig
+from nemot.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -35,7 +36,8 @@ _LAZY = {
 # Modules whose import registers Keras classes that saved models name.
 SERIALIZABLE_MODULES = ("nemot.models", "nemot.schedules", "nemot.ngt.model")
 
-__all__ = ["NeMoTConfig", "load_model", *_LAZY]
+__getattr__, __dir__, _lazy_names = lazy_exports(__name__, _LAZY)
+__all__ = ["NeMoTConfig", "load_model", *_lazy_names]
 
 
 def load_model(path, compile=True, **kwargs):
@@ -45,17 +47,3 @@ def load_model(path, compile=True, **kwargs):
     import keras
 
     return keras.models.load_model(path, compile=compile, **kwargs)
-
-
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'nemot' has no attribute {name!r}")
-    module_name, attribute = _LAZY[name]
-    module = importlib.import_module(module_name)
-    value = module if attribute is None else getattr(module, attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(__all__)

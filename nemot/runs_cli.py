@@ -1,7 +1,5 @@
 """``nemot runs``: run a reproduction's config over seeds, and report the statistics.
 
-Wire into ``nemot/cli.py`` with ``add_parser(subparsers)``.
-
 Examples::
 
     nemot runs --config configs/modact/names_lstm.toml              # the config's seeds
@@ -11,17 +9,14 @@ Examples::
     nemot runs report runs/modact/names_lstm
 """
 
-import argparse
-
-from nemot.cli import standalone
+from nemot import console
 
 
 def add_parser(subparsers):
     """Add ``runs`` (and ``runs report``) to an argparse subparsers object."""
     parser = subparsers.add_parser(
         "runs", help="run a reproduction config over seeds; `runs report DIR` for statistics",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+        allow_abbrev=False, **console.describe(__doc__))
     parser.add_argument("--config", help="an experiment TOML with a top-level `reproduction`")
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=int, metavar="N", help="seeds 0..N-1 (default: the "
@@ -70,7 +65,7 @@ def main_runs(args):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.runs_cli --config ...``."""
-    return standalone(add_parser, "runs", argv)
+    return console.standalone(add_parser, argv, command="runs")
 
 
 if __name__ == "__main__":

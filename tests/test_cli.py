@@ -1,35 +1,85 @@
+import importlib.metadata
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import keras
 import pytest
 
 import nemot
-from nemot import cli
+from nemot import cli, console, errors
+from nemot.evaluation.options import EVALUATED_MODELS
 from nemot.models.nemot import parameter_breakdown
+from nemot.training import cli as training_cli
+from nemot.training import trainer
+from tests.data import fixtures
 
+ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ("info", "pretrain", "finetune", "train-general", "evaluate", "generate",
-            "prepare-data", "ngt")
+            "prepare-data", "runs", "ngt", "pals", "hypergrid", "modact")
+# What TensorFlow prints when it loads on a machine without a GPU driver.
+BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
+
+
+def _python(code, env=None):
+    """Run ``code`` in a fresh interpreter on this checkout; returns the completed process."""
+    env = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
 
 
 def test_console_script_lists_every_command():
     script = Path(sys.executable).with_name("nemot")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env,
                          check=True).stdout
     for command in COMMANDS:
         assert command in out
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if c != "prepare-data"])
-def test_every_command_has_help(command, capsys):
+def test_help_and_version_load_no_backend():
+    # Every command's help, argument errors and --version come before TensorFlow loads.
+    code = f"""
+import sys
+from nemot import cli
+for argv in [["--help"], ["--version"], ["finetune"], *[[c, "--help"] for c in {COMMANDS!r}]]:
+    try:
+        cli.main(argv)
+    except SystemExit:
+        pass
+print("LOADED", [m for m in ("tensorflow", "keras", "jax") if m in sys.modules])
+"""
+    result = _python(code)
+    assert "LOADED []" in result.stdout, result.stdout[-500:] + result.stderr[-2000:]
+    assert "the following arguments are required: --config" in result.stderr
+
+
+def test_version_is_the_installed_package_version(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cli.main([command, "--help"])
+        cli.main(["--version"])
     assert exit_info.value.code == 0
-    assert "usage: nemot " + command in capsys.readouterr().out
+    assert capsys.readouterr().out.strip() == f"nemot {importlib.metadata.version('nemot')}"
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_is_written_for_users(command, capsys):
+    argv = ["--help"] if command is None else [command, "--help"]
+    if command == "prepare-data":  # the help of python -m data_prep, which it runs
+        argv = ["prepare-data", "--help"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for markup in ("``", ":mod:", ":func:", "add_parser", "Wire into"):
+        assert markup not in out
+    assert "NEMOT_BACKEND_LOGS" in out and "NEMOT_DEBUG" in out
+    if command is None:
+        assert "Try it small, offline" in out and "--version" in out and "--debug" in out
+        for name in COMMANDS:
+            assert f"\n    {name}" in out
 
 
 def test_info_prints_the_breakdown_of_the_config(tmp_path, capsys):
@@ -50,8 +100,8 @@ def test_generate_answers_prompts_from_a_checkpoint(tmp_path, capsys):
     model.save(path)
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("<q> Is the sky blue? <sep>\n<p1> A cat. <q> Who? <sep>\n")
-    results = cli.main(["generate", "--checkpoint", str(path), "--input", str(prompts),
-                        "--max-new-tokens", "3"])
+    assert cli.main(["generate", "--checkpoint", str(path), "--input", str(prompts),
+                     "--max-new-tokens", "3"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["prompt"] for line in lines] == prompts.read_text().splitlines()
     assert all(1 <= len(line["ids"]) <= 3 or line["ids"] == [] for line in lines)
@@ -60,11 +110,231 @@ def test_generate_answers_prompts_from_a_checkpoint(tmp_path, capsys):
     from nemot.evaluation.decoding import generate
     tok = nemot.vocab
     aux = [tok.CLS_ID, tok.DEC_ID, tok.task_token_id("gqa")]
-    direct = generate(model, [aux + Tokenizer().encode(p) for p in prompts.read_text().splitlines()],
-                      max_new_tokens=3)
+    direct = generate(model, [aux + Tokenizer().encode(p)
+                              for p in prompts.read_text().splitlines()], max_new_tokens=3)
     assert [line["ids"] for line in lines] == [list(d) for d in direct]
 
 
-def test_generate_refuses_a_prompt_without_sep(tmp_path):
-    with pytest.raises(ValueError, match="end with <sep>"):
-        cli.main(["generate", "--checkpoint", str(tmp_path / "x.keras"), "--prompt", "<q> Why?"])
+# ------------------------------------------------------------------ user errors: one line
+
+
+def _one_line_error(capsys):
+    """The single ``error: ...`` line a failed command printed (no traceback)."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and err.startswith("error: "), err
+    return err.strip()
+
+
+def test_generate_refuses_a_prompt_without_sep(tmp_path, capsys):
+    assert cli.main(["generate", "--checkpoint", str(tmp_path / "x.keras"),
+                     "--prompt", "<q> Why?"]) == 2
+    assert "end with <sep>" in _one_line_error(capsys)
+
+
+@pytest.fixture
+def race_dir(tmp_path):
+    fixtures.race(tmp_path / "raw")
+    return tmp_path / "raw"
+
+
+def _finetune(*argv, config=ROOT / "configs" / "race.toml"):
+    return cli.main(["finetune", "--config", str(config), "--set", "model.preset=tiny",
+                     *map(str, argv)])
+
+
+def test_unknown_dataset_in_a_config_names_the_key(race_dir, capsys):
+    assert _finetune("--data-dir", race_dir, "--set", "data.dataset=racex") == 2
+    line = _one_line_error(capsys)
+    assert "race.toml: data.dataset: unknown dataset(s) ['racex']" in line and "squad_v2" in line
+
+
+def test_missing_data_directory_names_the_key(tmp_path, capsys):
+    assert _finetune("--data-dir", tmp_path / "nowhere", "--set", "train.init_from=") == 2
+    line = _one_line_error(capsys)
+    assert f"data.dir = '{tmp_path / 'nowhere'}': no such directory" in line
+    assert "--data-dir" in line
+
+
+def test_missing_pretrained_model_names_train_init_from(race_dir, tmp_path, monkeypatch,
+                                                        capsys):
+    # configs/race.toml starts from checkpoints/pretrain/model_last.keras, absent here.
+    monkeypatch.chdir(tmp_path)
+    assert _finetune("--data-dir", race_dir) == 2
+    line = _one_line_error(capsys)
+    assert "race.toml: train.init_from = 'checkpoints/pretrain/model_last.keras': no such file" \
+        in line
+    assert "nemot pretrain" in line and "--set train.init_from=" in line
+
+
+def test_malformed_data_line_is_one_line(race_dir, capsys):
+    bad = race_dir / "RACE" / "train" / "middle" / "1.txt"
+    bad.write_text(json.dumps({"article": "x", "questions": ["q"], "options": [["a", "b"]],
+                               "answers": ["Z"]}))
+    assert _finetune("--data-dir", race_dir, "--set", "train.init_from=") == 1
+    line = _one_line_error(capsys)
+    assert f"{bad}: question 0: field 'answers': expected one of the option labels" in line
+
+
+def test_no_network_names_where_a_local_copy_goes(race_dir, monkeypatch, capsys):
+    import requests
+    import urllib3
+
+    def offline(*args, **kwargs):
+        # What kagglehub raises for a KerasHub preset on a machine without a network.
+        reason = urllib3.exceptions.NameResolutionError(
+            "api.kaggle.com", None, OSError("Name or service not known"))
+        try:
+            raise urllib3.exceptions.MaxRetryError(None, "/v1/models", reason)
+        except urllib3.exceptions.MaxRetryError as error:
+            raise requests.exceptions.ConnectionError(
+                "HTTPSConnectionPool(host='api.kaggle.com', port=443): Max retries") from error
+
+    monkeypatch.setattr(trainer, "train", offline)
+    assert _finetune("--data-dir", race_dir, "--set", "train.init_from=",
+                     "--gpt2", "gpt2_base_en") == 1
+    line = _one_line_error(capsys)
+    assert line.startswith("error: no network: could not reach api.kaggle.com")
+    assert "gpt2 (--gpt2 DIR" in line and "--gpt2 none" in line
+    assert "data.dir" not in line  # the data is local
+
+
+def test_a_bug_keeps_its_traceback_and_debug_shows_user_errors(race_dir, monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        return {}["missing"]
+
+    monkeypatch.setattr(trainer, "train", broken)
+    with pytest.raises(KeyError, match="missing"):
+        _finetune("--data-dir", race_dir, "--set", "train.init_from=")
+    with pytest.raises(errors.ConfigError, match="unknown dataset"):
+        _finetune("--data-dir", race_dir, "--set", "data.dataset=racex", "--debug")
+    monkeypatch.setenv("NEMOT_DEBUG", "1")
+    with pytest.raises(errors.ConfigError, match="unknown dataset"):
+        _finetune("--data-dir", race_dir, "--set", "data.dataset=racex")
+
+
+def test_network_failures_are_told_from_other_errors():
+    def chained(error, context):
+        try:
+            raise context
+        except Exception:
+            try:
+                raise error
+            except Exception as raised:
+                return raised
+
+    # Hugging Face datasets without a network: ConnectionError over a cache miss.
+    hub = chained(ConnectionError("Couldn't reach 'google/boolq' on the Hub"),
+                  FileNotFoundError("Dataset google/boolq is not cached"))
+    assert errors.network_failure(hub) is hub
+    assert errors.user_message(hub).startswith("no network: could not reach google/boolq")
+    for error in (BrokenPipeError("worker died"), ValueError("shape mismatch"),
+                  chained(ValueError("bad"), KeyError("k"))):
+        assert errors.network_failure(error) is None and errors.user_message(error) is None
+    assert errors.user_message(FileNotFoundError("x.toml")) == "x.toml"
+
+
+# ------------------------------------------------------------------ checkpoints for evaluate
+
+
+def _fake_keras_file(path, registered_name, module, class_name):
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", json.dumps(
+            {"module": module, "class_name": class_name, "registered_name": registered_name,
+             "config": {}}))
+    return path
+
+
+def _evaluate(checkpoint, data_dir, out):
+    return cli.main(["evaluate", "--checkpoint", str(checkpoint), "--dataset", "race",
+                     "--split", "dev", "--data-dir", str(data_dir), "--out", str(out)])
+
+
+def test_evaluate_names_the_command_of_a_paper_checkpoint(race_dir, tmp_path, capsys):
+    from nemot.pals.model import PALBert
+
+    path = _fake_keras_file(tmp_path / "pals.keras", keras.saving.get_registered_name(PALBert),
+                            PALBert.__module__, "PALBert")
+    assert _evaluate(path, race_dir, tmp_path / "out") == 2
+    line = _one_line_error(capsys)
+    assert "holds a PALBert of the PALs reproduction" in line and "`nemot pals --help`" in line
+    assert "Could not locate" not in line
+
+
+def test_evaluate_refuses_missing_and_foreign_checkpoints(race_dir, tmp_path, capsys):
+    assert _evaluate(tmp_path / "missing.keras", race_dir, tmp_path / "out") == 1
+    assert "missing.keras: no such file" in _one_line_error(capsys)
+    (tmp_path / "junk.keras").write_text("not a zip")
+    assert _evaluate(tmp_path / "junk.keras", race_dir, tmp_path / "out") == 2
+    assert "junk.keras: not a .keras file" in _one_line_error(capsys)
+    sequential = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    sequential.save(tmp_path / "plain.keras")
+    assert _evaluate(tmp_path / "plain.keras", race_dir, tmp_path / "out") == 2
+    assert "holds a Sequential (keras)" in _one_line_error(capsys)
+
+
+def test_evaluated_models_are_the_ones_nemot_saves(tmp_path):
+    from nemot.evaluation.options import check_checkpoint
+
+    config = nemot.NeMoTConfig.preset("tiny")
+    models = [nemot.build_model(config), nemot.build_baseline(config)]
+    assert sorted(keras.saving.get_registered_name(type(m)) for m in models) == sorted(
+        EVALUATED_MODELS)
+    for model in models:
+        model.save(tmp_path / "m.keras")
+        check_checkpoint(tmp_path / "m.keras")
+
+
+# ------------------------------------------------------------------ the small offline path
+
+
+def test_gpt2_none_and_preset_tiny_build_without_gpt2_weights(tmp_path):
+    parser = cli.build_parser()
+    args = parser.parse_args(["pretrain", "--config", str(ROOT / "configs" / "pretrain.toml"),
+                              "--preset", "tiny", "--gpt2", "none"])
+    from nemot.training.run_config import load_run_config
+
+    cfg = load_run_config(args.config, training_cli._flag_overrides(args))
+    assert cfg.gpt2 is None and cfg.model == nemot.NeMoTConfig.preset("tiny")
+    assert trainer.build_model(cfg).config.d_model == cfg.model.d_model  # no download
+    # A config's gpt2 = "" means the same.
+    config = tmp_path / "pre.toml"
+    config.write_text((ROOT / "configs" / "pretrain.toml").read_text().replace(
+        'gpt2 = "gpt2_base_en"', 'gpt2 = ""'))
+    assert load_run_config(config).gpt2 is None
+
+
+def test_quiet_backend_closes_standard_error_only_while_asked():
+    code = """
+import os
+from nemot import console
+console.quiet_backend()
+os.write(2, b"before\\n")
+with console.stderr_closed():
+    os.write(2, b"hidden\\n")
+os.write(2, b"after\\n")
+print(os.environ["TF_CPP_MIN_LOG_LEVEL"])
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = _python(code, env)
+    assert result.stderr == "before\nafter\n" and result.stdout == "2\n"
+    result = _python(code, dict(env, TF_CPP_MIN_LOG_LEVEL="0"))  # the user's choice stays
+    assert result.stdout == "0\n"
+
+
+def test_describe_turns_a_docstring_into_help():
+    help_kwargs = console.describe(
+        "``nemot x``: does :mod:`nemot.x` things.\n\nExamples::\n\n    nemot x --a 1\n")
+    assert help_kwargs["description"] == "nemot x: does nemot.x things."
+    assert help_kwargs["epilog"].startswith("examples:\n  nemot x --a 1\n\nenvironment:")
+
+
+def test_info_reports_a_wrong_model_config_in_one_line(tmp_path, capsys):
+    path = tmp_path / "run.toml"
+    path.write_text('[model]\npreset = "tiny"\nd_modle = 8\n')
+    assert cli.main(["info", "--config", str(path)]) == 2
+    assert str(path) in _one_line_error(capsys)
+    path.write_text("[model\n")
+    assert cli.main(["info", "--config", str(path)]) == 2
+    assert _one_line_error(capsys).startswith(f"error: {path}: ")
+    assert cli.main(["info", "--preset", "huge"]) == 2
+    assert "huge" in _one_line_error(capsys)

@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from nemot import vocab
+from nemot.errors import UserError
 
 TASKS = ("mqa", "gqa")
 MQA_MODES = ("label", "generate")
@@ -53,7 +54,7 @@ def clean_answer(answer):
     return answer.strip() if isinstance(answer, str) else tuple(p.strip() for p in answer)
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """A raw dataset file is not what its reader expects.
 
     The message names the file, the line (or key), the field and what was expected.

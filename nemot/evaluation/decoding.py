@@ -53,8 +53,8 @@ from keras import ops
 from nemot import backend, vocab
 from nemot.data.format import Formatter, truncate
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
+from nemot.evaluation.options import REDUCTIONS
 
-REDUCTIONS = ("mean", "sum")
 # Samplers whose ``next`` needs hidden states, which the cached call does not return.
 _UNSUPPORTED_SAMPLERS = ("ContrastiveSampler",)
 

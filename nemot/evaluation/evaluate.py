@@ -50,7 +50,6 @@ Example::
         --dataset race --split dev --data-dir data/RACE --out runs/race/eval
 """
 
-import argparse
 import json
 import sys
 import tomllib
@@ -62,44 +61,36 @@ from nemot import vocab
 from nemot.data import Formatter, Tokenizer, registry
 from nemot.data.format import MQA_MODES
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
+from nemot.errors import ConfigError
 from nemot.evaluation import decoding, scoring
+from nemot.evaluation.options import DEFAULT_MAX_NEW_TOKENS, MC_MODES, TASKS, check_checkpoint
 from nemot.evaluation.perplexity import perplexity
 from nemot.evaluation.report import write_lm_report, write_report
 
-TASKS = ("lm", "mqa", "gqa")
 MODES = vocab.MODES
-MC_MODES = ("label", "generate", "score")
-DEFAULT_MAX_NEW_TOKENS = 32
 RUN_CONFIG = "run_config.toml"
 
 
 def load_checkpoint(path):
     """A model saved with ``model.save`` (``model_best_metric.keras``, ...); no optimizer state."""
-    import keras
+    import nemot
 
-    import nemot  # noqa: F401  (registers NeMoT's classes for deserialisation)
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"--checkpoint {path}: no such file (expected a .keras file "
-                                "written by model.save, e.g. model_best_metric.keras)")
-    if path.suffix != ".keras":
-        raise ValueError(f"--checkpoint {path}: expected a .keras file written by model.save")
-    return keras.models.load_model(path, compile=False)
+    check_checkpoint(path)
+    return nemot.load_model(path, compile=False)
 
 
 def _check_task(info, task):
     task = task or info.task
     if task not in TASKS:
-        raise ValueError(f"--task {task!r}: expected one of {TASKS}")
+        raise ConfigError(f"--task {task!r}: expected one of {TASKS}")
     if task != info.task:
-        raise ValueError(f"--task {task}: dataset {info.name} is a {info.task} dataset")
+        raise ConfigError(f"--task {task}: dataset {info.name} is a {info.task} dataset")
     return task
 
 
 def _block_of(model, task_token, source="--task-token"):
     if task_token not in model.config.output_blocks:
-        raise ValueError(f"{source} {task_token!r}: the model has no output block for it; "
+        raise ConfigError(f"{source} {task_token!r}: the model has no output block for it; "
                          f"its blocks are {list(model.config.output_blocks)}")
     return task_token
 
@@ -108,7 +99,7 @@ def _records(examples, formatted, predictions, extra=None):
     records = []
     for i, (example, item, prediction) in enumerate(zip(examples, formatted, predictions)):
         if not item.golds:
-            raise ValueError(f"{example.dataset} example {example.id!r}: no gold answer (an "
+            raise ConfigError(f"{example.dataset} example {example.id!r}: no gold answer (an "
                              "unlabelled split cannot be scored)")
         record = {"id": example.id, "prediction": prediction, "golds": list(item.golds)}
         if example.subset is not None:
@@ -147,11 +138,11 @@ def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, to
             ``min(32, max_text_length // 4)``).
     """
     if mc_mode not in MC_MODES:
-        raise ValueError(f"mc_mode={mc_mode!r}: expected one of {MC_MODES}")
+        raise ConfigError(f"mc_mode={mc_mode!r}: expected one of {MC_MODES}")
     tokenizer = tokenizer or Tokenizer()
     tasks = {example.task for example in examples}
     if len(tasks) != 1:
-        raise ValueError(f"{dataset}: expected examples of one task, got {sorted(tasks)}")
+        raise ConfigError(f"{dataset}: expected examples of one task, got {sorted(tasks)}")
     task = tasks.pop()
     label_mode = task == "mqa" and mc_mode == "label"
     if task == "gqa" or mc_mode == "generate":
@@ -186,7 +177,7 @@ def evaluate_lm(model, documents, dataset, out_dir, windows, tokenizer=None, bat
     ``write_lm_report``'s paths plus ``"results"``: ``{window: PerplexityResult}``.
     """
     if needs_pos_tags(model.config):
-        raise ValueError("perplexity of a model with the highlighting reading strategy is not "
+        raise ConfigError("perplexity of a model with the highlighting reading strategy is not "
                          "supported (its inputs need POS tags); evaluate it on a QA dataset")
     tokenizer = tokenizer or Tokenizer()
     ids = tokenizer.encode_batch(list(documents))
@@ -195,7 +186,7 @@ def evaluate_lm(model, documents, dataset, out_dir, windows, tokenizer=None, bat
     results = {}
     for window in windows:
         if not 1 <= window <= size:
-            raise ValueError(f"--window {window}: expected 1..{size} (the segment length "
+            raise ConfigError(f"--window {window}: expected 1..{size} (the segment length "
                              "is the model's max_text_length)")
         results[window] = perplexity(model, ids, window=size, stride=window,
                                      batch_size=batch_size, aux_tokens=aux)
@@ -217,54 +208,12 @@ def run_defaults(checkpoint):
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8")).get("data", {})
     except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path}: not valid TOML: {error}") from None
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
     defaults = {key: data[key] for key in ("task_token", "mode", "mqa_mode") if key in data}
     for key, allowed in (("mode", MODES), ("mqa_mode", MQA_MODES)):
         if key in defaults and defaults[key] not in allowed:
-            raise ValueError(f"{path}: [data] {key} = {defaults[key]!r}: expected one of {allowed}")
+            raise ConfigError(f"{path}: [data] {key} = {defaults[key]!r}: expected one of {allowed}")
     return defaults
-
-
-def add_parser(subparsers):
-    """Add the ``evaluate`` subcommand to an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "evaluate", help="evaluate a checkpoint on a dataset split",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True,
-                        help="a .keras file written by model.save (model_best_metric.keras, ...)")
-    parser.add_argument("--dataset", required=True, choices=registry.names())
-    parser.add_argument("--split", required=True, help="a split of the dataset (e.g. dev, test)")
-    parser.add_argument("--data-dir", help="directory with the raw files (default: the hub)")
-    parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--task", choices=TASKS, help="default: the dataset's task")
-    parser.add_argument("--task-token", help="output block / task token (default: the run's "
-                        "data.task_token, else the dataset's task: mqa, gqa or lm; the thesis' "
-                        "single-dataset runs used lm)")
-    parser.add_argument("--mode", choices=MODES,
-                        help="the <mode> token (default: the run's data.mode, else dec)")
-    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
-                        help="generation limit (gqa)")
-    parser.add_argument("--answer-room", type=int,
-                        help="positions kept for the answer when a prompt must be cut (default: "
-                             "1 in label mode, else min(32, max_text_length // 4))")
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--mc-mode", choices=MC_MODES,
-                        help="multiple choice: argmax at <sep> (label), generated option text "
-                             "(generate) or option likelihood (score); default: the run's "
-                             "data.mqa_mode, else label")
-    parser.add_argument("--score-reduction", choices=decoding.REDUCTIONS, default="mean",
-                        help="--mc-mode score: mean or summed log-probability of the answer tokens")
-    parser.add_argument("--sampler", default=None,
-                        help="keras_hub sampler name for generation (default greedy, the thesis)")
-    parser.add_argument("--window", type=int, nargs="+",
-                        help="lm: stride(s) w of the sliding window (default: max_text_length; "
-                             "thesis 768 and 32)")
-    parser.add_argument("--limit", type=int, help="evaluate the first N examples/documents only")
-    parser.add_argument("--collapse-spaces", action="store_true",
-                        help="lm: turn each run of spaces left by the clean-up into one space "
-                             "(default: the original code's text, space for space)")
-    parser.set_defaults(func=main)
-    return parser
 
 
 def main(args):
@@ -274,7 +223,7 @@ def main(args):
     for name in ("batch_size", "max_new_tokens", "limit", "answer_room"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive int, got {value}")
+            raise ConfigError(f"--{name.replace('_', '-')} must be a positive int, got {value}")
     run = run_defaults(args.checkpoint)
     # Only what the run decides: a flag given on the command line wins over its key.
     flags = {"task_token": args.task_token, "mode": args.mode, "mqa_mode": args.mc_mode}
@@ -292,7 +241,7 @@ def main(args):
     options = {}
     if args.collapse_spaces:
         if task != "lm":
-            raise ValueError(f"--collapse-spaces: dataset {args.dataset} is a {task} dataset; "
+            raise ConfigError(f"--collapse-spaces: dataset {args.dataset} is a {task} dataset; "
                              "the option is for the language-modelling sets")
         options["collapse_spaces"] = True
     items = registry.load_examples(args.dataset, args.split, args.data_dir, expand=False,
@@ -300,7 +249,7 @@ def main(args):
     if args.limit is not None:
         items = items[:args.limit]
     if not items:
-        raise ValueError(f"{args.dataset}/{args.split}: no examples found in {args.data_dir}")
+        raise ConfigError(f"{args.dataset}/{args.split}: no examples found in {args.data_dir}")
     model_name = f"{type(model).__name__} ({Path(args.checkpoint).name})"
     out = Path(args.out)
     if task == "lm":

@@ -13,20 +13,25 @@ the run's ``data.task_token`` when the checkpoint sits in a run directory (see
 import json
 import sys
 
-from nemot import vocab
+from nemot import console, vocab
+from nemot.errors import ConfigError
+from nemot.evaluation.options import check_checkpoint
 
 
 def add_parser(subparsers):
     parser = subparsers.add_parser("generate", help="greedy (or sampled) answers from a checkpoint",
-                                   description=__doc__)
+                                   **console.describe(__doc__))
     parser.add_argument("--checkpoint", required=True, help="a .keras file written by model.save")
     parser.add_argument("--prompt", action="append", default=[], help="a prompt (repeatable)")
     parser.add_argument("--input", default=None, help="file with one prompt per line, - for stdin")
     parser.add_argument("--task-token", default=None,
-                        help="output block / task token (default: the run's data.task_token, else gqa)")
+                        help="output block / task token (default: the run's data.task_token, "
+                             "else gqa)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--sampler", default=None, help="a keras_hub sampler name (default greedy)")
-    parser.add_argument("--tokenizer", default=None, help="GPT-2 tokenizer directory (default: offline)")
+    parser.add_argument("--sampler", default=None,
+                        help="a keras_hub sampler name (default greedy)")
+    parser.add_argument("--tokenizer", default=None,
+                        help="GPT-2 tokenizer directory (default: the offline GPT-2 tokenizer)")
     parser.set_defaults(func=main)
 
 
@@ -37,20 +42,21 @@ def read_prompts(args):
         with handle:
             prompts += [line.strip() for line in handle if line.strip()]
     if not prompts:
-        raise ValueError("nemot generate: no prompt; give --prompt TEXT or --input FILE")
+        raise ConfigError("nemot generate: no prompt; give --prompt TEXT or --input FILE")
     for i, prompt in enumerate(prompts):
         if not prompt.endswith("<sep>"):
-            raise ValueError(f"prompt {i + 1} ({prompt[:40]!r}...): expected it to end with <sep>, "
-                             "the position where the answer starts")
+            raise ConfigError(f"prompt {i + 1} ({prompt[:40]!r}...): expected it to end with "
+                              "<sep>, the position where the answer starts")
     return prompts
 
 
 def main(args):
+    prompts = read_prompts(args)
+    check_checkpoint(args.checkpoint)
     from nemot.data import Tokenizer
     from nemot.evaluation.decoding import generate
     from nemot.evaluation.evaluate import load_checkpoint, run_defaults
 
-    prompts = read_prompts(args)
     tokenizer = Tokenizer(args.tokenizer)
     task_token = args.task_token or run_defaults(args.checkpoint).get("task_token", "gqa")
     model = load_checkpoint(args.checkpoint)

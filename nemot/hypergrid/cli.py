@@ -1,7 +1,6 @@
-"""``nemot hypergrid ...``: train the paper's variants, compare with its tables, count
-parameters, write the synthetic benchmark.
-
-Wire into ``nemot/cli.py`` with ``nemot.hypergrid.cli.add_parser(subparsers)``.
+"""``nemot hypergrid ...``: HyperGrid Transformers (Tay et al., seed 004): train the
+paper's variants, compare with its tables, count parameters, write the synthetic
+benchmark.
 
 Examples::
 
@@ -13,15 +12,14 @@ Examples::
 
 import json
 
-from nemot import runs
-from nemot.cli import standalone
+from nemot import console
 
 
 def add_parser(subparsers):
     """Add ``hypergrid`` (``run``, ``report``, ``params``, ``synthetic``) to ``subparsers``."""
     parser = subparsers.add_parser(
         "hypergrid", help="HyperGrid Transformers (T5 + task-conditioned weight gating) on "
-                          "GLUE + SuperGLUE", description=__doc__.split("\n\n")[0])
+                          "GLUE + SuperGLUE", **console.describe(__doc__))
     commands = parser.add_subparsers(dest="hypergrid_command", required=True)
 
     def with_config(command):
@@ -56,6 +54,7 @@ def main_hypergrid(args):
 
         print(write_benchmark(args.out, args.train_size, args.dev_size, args.seed))
         return 0
+    from nemot import runs
     from nemot.hypergrid import experiment as hg
     from nemot.hypergrid.report import report
 
@@ -75,7 +74,7 @@ def main_hypergrid(args):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.hypergrid.cli run --config ...``."""
-    return standalone(add_parser, "hypergrid", argv)
+    return console.standalone(add_parser, argv, command="hypergrid")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,6 @@ Training and reports go through the multi-seed runner (``nemot runs --config
 configs/modact/<table>.toml``, ``nemot runs report DIR``); this command prints the
 parameter counts of the paper's Tables 1 and 3 next to ours.
 
-Wire into ``nemot/cli.py`` with ``add_parser(subparsers)``.
-
 Example::
 
     nemot modact params
@@ -13,13 +11,15 @@ Example::
 
 import json
 
+from nemot import console
+
 
 def add_parser(subparsers):
     """Add ``modact`` (with ``params``) to an argparse subparsers object."""
     parser = subparsers.add_parser(
         "modact", help="modulated activations (seed 003): parameter counts; train with "
                        "`nemot runs --config configs/modact/...`",
-        description=__doc__.split("\n\n")[0])
+        **console.describe(__doc__))
     commands = parser.add_subparsers(dest="modact_command", required=True)
     params = commands.add_parser("params", help="our parameter counts beside the paper's "
                                  "Tables 1 and 3")

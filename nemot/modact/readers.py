@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from nemot.data.tfds_rows import tfds_rows
+from nemot.errors import UserError
 from nemot.hypergrid import glue
 
 CIFAR10_TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -37,7 +38,7 @@ CIFAR10_TFDS = "cifar10:3.0.2"
 NAME_LETTERS = string.ascii_letters + " .,;'"
 
 
-class DataFormatError(ValueError):
+class DataFormatError(UserError, ValueError):
     """A data file is not in the expected layout; the message names file, line and field."""
 
 

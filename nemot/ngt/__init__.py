@@ -4,37 +4,24 @@ The thesis' successor (ICLR 2023 Tiny Paper):
 ``model`` (the three variants), ``superglue`` (readers and pair encoding),
 ``metrics`` (SuperGLUE scores, the paper's aggregation, significance),
 ``train`` (experiments from ``configs/ngt/*.toml``) and ``cli`` (``nemot ngt``).
+
+The names load on first use (:mod:`nemot.lazy`), so that ``nemot ngt --help`` loads no
+backend.
 """
 
-from nemot.ngt.model import (
-    BERT_LARGE_CASED,
-    BERT_LARGE_CASED_PRESET,
-    VARIANTS,
-    GatingBlock,
-    NGTModel,
-    build_ngt,
-    load_backbone,
-)
-from nemot.ngt.superglue import TASKS, PairEncoder, PairRow, SuperGLUEFormatError, TaskData, load_task, read_task
-from nemot.ngt.train import Experiment, run_experiment, train_run, write_report
+from nemot.lazy import lazy_exports
 
-__all__ = [
-    "BERT_LARGE_CASED",
-    "BERT_LARGE_CASED_PRESET",
-    "VARIANTS",
-    "TASKS",
-    "GatingBlock",
-    "NGTModel",
-    "build_ngt",
-    "load_backbone",
-    "PairEncoder",
-    "PairRow",
-    "SuperGLUEFormatError",
-    "TaskData",
-    "load_task",
-    "read_task",
-    "Experiment",
-    "run_experiment",
-    "train_run",
-    "write_report",
-]
+_MODEL = "nemot.ngt.model"
+_SUPERGLUE = "nemot.ngt.superglue"
+_TRAIN = "nemot.ngt.train"
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    **{name: (_MODEL, name) for name in ("BERT_LARGE_CASED", "BERT_LARGE_CASED_PRESET",
+                                         "VARIANTS", "GatingBlock", "NGTModel", "build_ngt",
+                                         "load_backbone")},
+    **{name: (_SUPERGLUE, name) for name in ("TASKS", "PairEncoder", "PairRow",
+                                             "SuperGLUEFormatError", "TaskData", "load_task",
+                                             "read_task")},
+    **{name: (_TRAIN, name) for name in ("Experiment", "run_experiment", "train_run",
+                                         "write_report")},
+})

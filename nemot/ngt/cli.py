@@ -1,7 +1,5 @@
-"""``nemot ngt ...``: train the NGT variants on SuperGLUE, report the paper's table, count parameters.
-
-Wire into ``nemot/cli.py`` with ``nemot.ngt.cli.add_parser(subparsers)``; the
-parser sets ``func`` to :func:`main_ngt`, which takes the parsed namespace.
+"""``nemot ngt ...``: the Neuromodulation Gated Transformer (seed 000): train its variants
+on SuperGLUE, report the paper's table, count parameters.
 
 Examples::
 
@@ -10,10 +8,9 @@ Examples::
     nemot ngt params --config configs/ngt/table1.toml --paper-sizes
 """
 
-import argparse
 import json
 
-from nemot.cli import standalone
+from nemot import console
 from nemot.ngt.superglue import TASKS
 
 
@@ -22,7 +19,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "ngt",
         help="Neuromodulation Gated Transformer (BERT + gating block) on SuperGLUE",
-        description=__doc__.split("\n\n")[0],
+        **console.describe(__doc__),
     )
     commands = parser.add_subparsers(dest="ngt_command", required=True)
 
@@ -93,7 +90,7 @@ def main_ngt(args):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.ngt.cli train --config ...``."""
-    return standalone(add_parser, "ngt", argv)
+    return console.standalone(add_parser, argv, command="ngt")
 
 
 if __name__ == "__main__":

@@ -26,11 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
+from nemot.errors import UserError
+
 TASKS = ("BoolQ", "CB", "COPA", "MultiRC", "ReCoRD", "RTE", "WiC", "WSC")
 CB_LABELS = ("contradiction", "neutral", "entailment")  # the original's one-hot order
 
 
-class SuperGLUEFormatError(ValueError):
+class SuperGLUEFormatError(UserError, ValueError):
     """A record that does not match the official SuperGLUE layout."""
 
 

@@ -1,7 +1,10 @@
 """``nemot pals ...``: train the rows of the seed's tables, report them beside the paper,
 count PAL parameters.
 
-Wire into ``nemot/cli.py`` by listing ``"nemot.pals.cli"`` in ``COMMAND_MODULES``.
+``run`` and ``report`` are the multi-seed runner's (:mod:`nemot.runs`; ``nemot runs
+--config configs/pals/table2.toml`` is the same run): runs land in
+``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the report gives mean ± SD, 95%
+confidence intervals and Welch tests beside the paper's numbers.
 
 Examples::
 
@@ -11,21 +14,16 @@ Examples::
     nemot pals params
     nemot pals synthetic synthetic       # data, vocabulary and a tiny BERT, no downloads
     nemot pals run --config configs/pals/synthetic.toml
-
-``run`` and ``report`` are the multi-seed runner's (:mod:`nemot.runs`; ``nemot runs
---config configs/pals/table2.toml`` is the same run): runs land in
-``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the report gives mean ± SD, 95%
-confidence intervals and Welch tests beside the paper's numbers.
 """
 
-from nemot.cli import standalone
+from nemot import console
 
 
 def add_parser(subparsers):
     """Add ``pals`` (``run``, ``report``, ``params``, ``synthetic``) to ``subparsers``."""
     parser = subparsers.add_parser(
         "pals", help="PALs (projected attention layers) and annealed sampling on "
-                     "SST / Quora / STS (seed 002)", description=__doc__.split("\n\n")[0])
+                     "SST / Quora / STS (seed 002)", **console.describe(__doc__))
     commands = parser.add_subparsers(dest="pals_command", required=True)
 
     run = commands.add_parser("run", help="train every (variant, seed) of a config, then report")
@@ -91,7 +89,7 @@ def parameter_table(num_tasks=3):
 
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.pals.cli run --config ...``."""
-    return standalone(add_parser, "pals", argv)
+    return console.standalone(add_parser, argv, command="pals")
 
 
 if __name__ == "__main__":

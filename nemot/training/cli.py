@@ -10,16 +10,26 @@ Example:
 """
 
 import argparse
+import os
 import sys
 
-from nemot.models.registry import MODEL_NAMES
-from nemot.training.distributed import STRATEGIES
+from nemot import console, errors
 
 COMMANDS = {
     "pretrain": ("pretrain", "pre-train NeMoT on C4 (thesis §3.5.1)"),
     "finetune": ("finetune", "fine-tune on one QA dataset (thesis Table 3.3)"),
     "train-general": ("general", "general training on the multi-format pool (thesis §3.5.3)"),
 }
+
+EPILOG = """\
+config keys often set (--set KEY=VALUE, TOML values, repeatable):
+  model.preset=tiny           the model's sizes: thesis, small or tiny (or --preset)
+  train.init_from=PATH        a saved .keras model to start from (empty: none)
+  train.steps_per_epoch=N     optimizer steps per epoch (fine-tuning: 0 = one pass)
+  train.verbose=2             Keras' progress: 1 a bar, 2 one line per epoch, 0 none
+  data.validation_split=      empty: no validation
+every key: docs/training.md and nemot/training/run_config.py.
+"""
 
 
 def add_parser(subparsers):
@@ -29,18 +39,24 @@ def add_parser(subparsers):
     an exit status.
     """
     for command, (kind, help_text) in COMMANDS.items():
-        parser = subparsers.add_parser(command, help=help_text, description=help_text)
+        parser = subparsers.add_parser(command, help=help_text, description=help_text,
+                                       epilog=EPILOG + console.ENV_HELP,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
         parser.add_argument("--config", required=True, help="run config TOML (configs/*.toml)")
         parser.add_argument("--set", dest="overrides", action="append", default=[],
                             metavar="KEY=VALUE",
                             help="override a config value, e.g. train.batch_size=4 (repeatable)")
-        parser.add_argument("--model", choices=MODEL_NAMES,
-                            help="model to train (config key model_name)")
-        parser.add_argument("--gpt2", help="GPT-2 weights for the vanilla set: KerasHub preset "
-                                           "name or directory, or a Hugging Face GPT-2 directory")
-        parser.add_argument("--strategy", choices=STRATEGIES,
-                            help="distribution: one device, all GPUs of this host, or several "
-                                 "hosts from TF_CONFIG")
+        parser.add_argument("--preset", help="model sizes: thesis, small or tiny "
+                                             "(config key model.preset)")
+        parser.add_argument("--model", help="model to train: nemot or gpt2_baseline "
+                                            "(config key model_name)")
+        parser.add_argument("--gpt2", help="GPT-2 weights for the vanilla set: a KerasHub "
+                                           "preset name (downloaded) or directory, a Hugging "
+                                           "Face GPT-2 directory, or 'none' for random "
+                                           "weights (config key gpt2)")
+        parser.add_argument("--strategy",
+                            help="distribution: default (one device), mirrored (all GPUs of "
+                                 "this host) or multi-worker (hosts from TF_CONFIG)")
         parser.add_argument("--out", help="output directory (default checkpoints/<run name>)")
         parser.add_argument("--data-dir", help="data directory (config key data.dir)")
         parser.add_argument("--epochs", type=int, help="config key train.epochs")
@@ -50,9 +66,10 @@ def add_parser(subparsers):
 
 
 def _flag_overrides(args):
-    flags = {"model_name": args.model, "gpt2": args.gpt2, "train.strategy": args.strategy,
-             "data.dir": args.data_dir, "train.epochs": args.epochs,
-             "train.batch_size": args.batch_size, "seed": args.seed}
+    gpt2 = "" if args.gpt2 is not None and args.gpt2.lower() == "none" else args.gpt2
+    flags = {"model.preset": args.preset, "model_name": args.model, "gpt2": gpt2,
+             "train.strategy": args.strategy, "data.dir": args.data_dir,
+             "train.epochs": args.epochs, "train.batch_size": args.batch_size, "seed": args.seed}
     # Strings are written as TOML strings so that any path survives parsing.
     return [f"{key}={value}" if isinstance(value, int) else f"{key}={_toml_string(value)}"
             for key, value in flags.items() if value is not None]
@@ -62,27 +79,60 @@ def _toml_string(text):
     return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def run(args, kind):
-    """Load the config, check it is a ``kind`` run, train; returns the exit status."""
-    from nemot.training import trainer
-    from nemot.training.callbacks import TrainingDiverged
-    from nemot.training.run_config import RunConfigError, load_run_config
+def check_inputs(cfg):
+    """Refuse, naming the config key, a run whose inputs do not exist, before anything is
+    built: ``data.dataset`` / ``data.datasets`` not in the registry, a missing
+    ``train.init_from`` or local ``data.dir``."""
+    from nemot.data import registry
 
-    try:
-        cfg = load_run_config(args.config, list(args.overrides) + _flag_overrides(args))
-    except RunConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    for key, names in (("dataset", [cfg.data.dataset] if cfg.data.dataset else []),
+                       ("datasets", cfg.data.datasets)):
+        unknown = [name for name in names if name not in registry.DATASETS]
+        if unknown:
+            raise errors.ConfigError(f"{cfg.source}: data.{key}: unknown dataset(s) {unknown}; "
+                                     f"known: {', '.join(registry.names())}")
+    init_from = cfg.train.init_from
+    if init_from and not os.path.isfile(init_from):
+        raise errors.ConfigError(
+            f"{cfg.source}: train.init_from = {init_from!r}: no such file. It is the saved "
+            "model the run starts from (a pre-training run's model_last.keras): run `nemot "
+            "pretrain` first, point it at a .keras file with --set train.init_from=PATH, or "
+            "start without one: --set train.init_from=")
+    data_dir = cfg.data.dir
+    if data_dir and cfg.data.source == "files" and "://" not in data_dir \
+            and not os.path.isdir(data_dir):
+        raise errors.ConfigError(f"{cfg.source}: data.dir = {data_dir!r}: no such directory "
+                                 "(set it with --data-dir DIR)")
+
+
+def download_keys(cfg):
+    """The config keys whose values make this run download, each with its local form."""
+    keys = []
+    if cfg.gpt2 and not os.path.isdir(cfg.gpt2):
+        keys.append("gpt2 (--gpt2 DIR, a GPT-2 checkpoint directory; or --gpt2 none)")
+    if cfg.data.dir is None and cfg.kind != "pretrain":
+        keys.append("data.dir (--data-dir DIR, the dataset's raw files)")
+    return keys
+
+
+def run(args, kind):
+    """Load the config, check it is a ``kind`` run and its paths exist, train; returns the
+    exit status."""
+    from nemot.training.run_config import load_run_config
+
+    cfg = load_run_config(args.config, list(args.overrides) + _flag_overrides(args))
     if cfg.kind != kind:
         command = next(c for c, (k, _) in COMMANDS.items() if k == cfg.kind)
-        print(f"error: {args.config} is a {cfg.kind!r} run; use `nemot {command}`",
-              file=sys.stderr)
-        return 2
+        raise errors.ConfigError(f"{args.config} is a {cfg.kind!r} run; use `nemot {command}`")
+    check_inputs(cfg)
+    from nemot.training import trainer
+    from nemot.training.callbacks import TrainingDiverged
+
     try:
-        result = trainer.train(cfg, out_dir=args.out)
+        with errors.downloads(*download_keys(cfg)):
+            result = trainer.train(cfg, out_dir=args.out)
     except TrainingDiverged as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        raise errors.UserError(str(error)) from error
     print(f"done: step {result.step}, epochs {result.epochs_done}; best {result.best}; "
           f"output in {result.out_dir}")
     return 0
@@ -90,10 +140,7 @@ def run(args, kind):
 
 def main(argv=None):
     """Stand-alone entry point (``python -m nemot.training.cli finetune ...``)."""
-    parser = argparse.ArgumentParser(prog="nemot")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return console.standalone(add_parser, argv)
 
 
 if __name__ == "__main__":

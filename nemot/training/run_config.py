@@ -6,7 +6,8 @@ A run config has a few top-level keys and five tables::
     kind = "finetune"           # "pretrain" | "finetune" | "general"
     seed = 0
     model_name = "nemot"        # "nemot" | "gpt2_baseline"
-    gpt2 = "gpt2_base_en"       # GPT-2 weights for the vanilla set (KerasHub preset / dir); optional
+    gpt2 = "gpt2_base_en"       # GPT-2 weights for the vanilla set (KerasHub preset / dir);
+                                # optional: absent or "" = random weights
 
     [model]      # NeMoTConfig fields; ``preset = "tiny"`` starts from a preset
     [data]       # DataConfig: where the data is and how it is formatted
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from nemot.config import NeMoTConfig
 from nemot.data.config import DataConfig
+from nemot.errors import ConfigError
 from nemot.models.losses import NeMoTLoss
 from nemot.models.registry import MODEL_NAMES
 from nemot.training.distributed import STRATEGIES
@@ -46,7 +48,7 @@ RESUMABLE = frozenset((
     "train.decode_jit_compile", "train.resume_allow", "model.attention_implementation"))
 
 
-class RunConfigError(ValueError):
+class RunConfigError(ConfigError):
     """A run config value is wrong; the message names the file and the key."""
 
 
@@ -175,7 +177,7 @@ def run_config_from_dict(data, source="<dict>"):
         raise RunConfigError(f"{source}: [schedule]: {error}") from None
     return RunConfig(name=data["name"], kind=data["kind"], model=model, data=data_cfg,
                      train=train, schedule=schedule, loss=loss, seed=int(data.get("seed", 0)),
-                     model_name=data.get("model_name", "nemot"), gpt2=data.get("gpt2"),
+                     model_name=data.get("model_name", "nemot"), gpt2=data.get("gpt2") or None,
                      source=source)
 
 

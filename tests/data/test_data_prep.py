@@ -1,3 +1,4 @@
+import json
 import os
 
 import numpy as np
@@ -5,7 +6,7 @@ import pytest
 
 from nemot.data import prepare
 from data_prep.__main__ import main
-from nemot.data import DataError, Formatter, registry, shards
+from nemot.data import DataError, Formatter, c4, registry, shards
 from tests.data import fixtures
 
 
@@ -87,3 +88,42 @@ def test_qa_command_with_options(tmp_path, raw_dirs, capsys):
         assert len(e["token_ids"]) == 3 + 16 == 3 + len(e["task_targets"])
     with pytest.raises(ValueError, match="language-modelling"):
         prepare.prepare_qa("ptb", "test", raw_dirs["ptb"], tmp_path)
+
+
+def test_c4_command_shards_the_validation_split_too(tmp_path, capsys):
+    written = fixtures.write_c4(tmp_path / "c4")
+    assert main(["c4", "--c4-dir", str(tmp_path / "c4"), "--out", str(tmp_path / "out"),
+                 "--workers", "1", "--no-progress"]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [p["split"] for p in printed] == ["train", "validation"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        name.replace(".json.gz", ".npz") for name in written)
+    # Pre-training on the shards finds its validation split there.
+    kind, files = c4.list_files(tmp_path / "out", "validation")
+    assert kind == c4.SHARDS and [f.name for f in files] == [
+        "c4-validation.00000-of-00008.npz"]
+
+
+def test_c4_command_without_validation_files_says_so(tmp_path, capsys):
+    fixtures.write_c4(tmp_path / "c4")
+    (tmp_path / "c4" / "c4-validation.00000-of-00008.json.gz").unlink()
+    assert main(["c4", "--c4-dir", str(tmp_path / "c4"), "--out", str(tmp_path / "out"),
+                 "--workers", "1", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["split"] for line in captured.out.splitlines()] == ["train"]
+    assert "no C4 validation files" in captured.err and 'validation_split = ""' in captured.err
+
+
+def test_sample_data_is_read_by_the_readers(tmp_path, capsys):
+    assert main(["sample", "--out", str(tmp_path), "--questions", "16"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["race_questions"] == {"train": 16, "dev": 8, "test": 8}
+    for split, count in summary["race_questions"].items():
+        examples = registry.load_examples("race", split, summary["race"])
+        assert len(examples) == count
+        # The synthetic task: the answer is the option that is the passage.
+        assert all(e.options[e.label] == e.passage for e in examples)
+        assert {e.subset for e in examples} == {"middle", "high"}
+    for split in ("train", "validation"):
+        kind, files = c4.list_files(summary["c4"], split)
+        assert kind == c4.RAW and files

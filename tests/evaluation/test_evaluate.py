@@ -10,7 +10,7 @@ import pytest
 
 import nemot
 from nemot.data import Formatter, Tokenizer, registry
-from nemot.evaluation import decoding, evaluate, metrics, scoring
+from nemot.evaluation import decoding, evaluate, evaluate_cli, metrics, scoring
 from nemot.evaluation.perplexity import sliding_windows
 from nemot.evaluation.report import read_predictions
 from tests.data import fixtures
@@ -43,7 +43,7 @@ def tok():
 
 def run(*argv):
     parser = argparse.ArgumentParser(prog="nemot")
-    evaluate.add_parser(parser.add_subparsers(dest="command"))
+    evaluate_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["evaluate", *map(str, argv)])
     return args.func(args)
 

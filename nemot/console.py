@@ -1,0 +1,138 @@
+"""What every ``nemot`` command line shares: a quiet start, and one line per user error.
+
+- **Errors.** A user error (:func:`nemot.errors.user_message`: a wrong file, flag, config
+  key or data line, or no network) ends the command with ``error: <message>`` on
+  standard error and a non-zero exit status, without a traceback; any other exception
+  is a bug and keeps its traceback. ``--debug`` anywhere on the command line, or
+  ``NEMOT_DEBUG=1``, shows the traceback of user errors too.
+- **Quiet start.** TensorFlow prints notices when it loads (CUDA stubs, oneDNN, CPU
+  features; before its logging is set up, so ``TF_CPP_MIN_LOG_LEVEL`` cannot stop
+  them) and when it looks for GPUs. The command lines load it with standard error
+  closed and set ``TF_CPP_MIN_LOG_LEVEL=2`` unless it is set;
+  ``NEMOT_BACKEND_LOGS=1`` (or ``--debug``) keeps every notice.
+"""
+
+import argparse
+import contextlib
+import importlib.abc
+import importlib.util
+import os
+import re
+import sys
+import textwrap
+
+from nemot import errors
+
+DEBUG_FLAG = "--debug"
+ENV_HELP = """\
+environment:
+  NEMOT_DEBUG=1         show the traceback of every error (as --debug anywhere on the line)
+  NEMOT_BACKEND_LOGS=1  show TensorFlow's start-up notices (silenced by default)"""
+
+
+def describe(doc):
+    """Keyword arguments ``description``, ``epilog`` and ``formatter_class`` of a command's
+    parser from its module docstring, written for users: the text before ``Examples::``
+    is the description, the examples the epilog; reST markup is removed."""
+    text = re.sub(r":\w+:`([^`]*)`", r"\1", doc)
+    text = re.sub(r"``([^`]*)``", r"\1", text)
+    match = re.search(r"\bExamples?::", text)
+    head, examples = (text[:match.start()], text[match.end():]) if match else (text, "")
+    examples = textwrap.indent(textwrap.dedent(examples).strip("\n"), "  ")
+    epilog = f"examples:\n{examples}\n\n" if examples else ""
+    return {"description": head.strip(), "epilog": epilog + ENV_HELP,
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def _env_flag(name):
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@contextlib.contextmanager
+def stderr_closed():
+    """Send what the process writes to file descriptor 2 (C++ code included) to
+    ``os.devnull`` within the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class _QuietTensorFlow(importlib.abc.MetaPathFinder):
+    """Finds ``tensorflow`` as usual, but loads it (and lists its devices, which is when
+    CUDA reports a missing driver) with standard error closed. Removes itself once used."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def quiet_exec_module(module):
+            with stderr_closed():
+                exec_module(module)
+                module.config.list_physical_devices()
+
+        spec.loader.exec_module = quiet_exec_module
+        return spec
+
+
+def quiet_backend():
+    """Silence TensorFlow's start-up notices for the rest of the process (see the module
+    docstring); nothing is imported now. Does nothing once TensorFlow is loaded."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" not in sys.modules and not any(
+            isinstance(finder, _QuietTensorFlow) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _QuietTensorFlow())
+
+
+def run(func, args, debug=False):
+    """``func(args)``, a command's handler; returns the exit status: its result when an
+    int, else 0; for a user error (or Ctrl-C) the message goes to standard error."""
+    try:
+        result = func(args)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        message = None if debug else errors.user_message(error)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return getattr(error, "status", 1)
+    return result if isinstance(result, int) else 0
+
+
+def main(parser, argv=None):
+    """Parse ``argv`` (default ``sys.argv[1:]``) with ``parser``, whose commands set
+    ``func``, and run the command quietly (see the module docstring); returns the exit
+    status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in argv or _env_flag("NEMOT_DEBUG")
+    args = parser.parse_args([arg for arg in argv if arg != DEBUG_FLAG])
+    if not (debug or _env_flag("NEMOT_BACKEND_LOGS")):
+        quiet_backend()
+    return run(args.func, args, debug)
+
+
+def standalone(add_parser, argv=None, command=None):
+    """Run a command module on its own (``python -m nemot.pals.cli run ...``) as
+    ``nemot`` runs it: ``add_parser`` adds its command(s); ``command``, when given, is
+    put before ``argv`` (default ``sys.argv[1:]``)."""
+    parser = argparse.ArgumentParser(prog="nemot", epilog=ENV_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return main(parser, argv if command is None else [command, *argv])
