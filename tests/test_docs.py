@@ -281,7 +281,7 @@ def check_python_module(argv, what):
         from nemot.data import registry
 
         args, _ = parsed(main, argv[1:], what)
-        if args.command == "qa":
+        if args.data_command == "qa":
             assert args.dataset in registry.names(), f"{what}: unknown dataset {args.dataset}"
     elif module == "bench":
         import bench.__main__
