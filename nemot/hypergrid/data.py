@@ -30,7 +30,7 @@ from nemot.hypergrid import glue, metrics, text_to_text
 from nemot.hypergrid.text_to_text import GLUE_TASKS, SUPERGLUE_TASKS, TASKS
 from nemot.ngt import superglue
 from nemot.ngt.metrics import score_task
-from nemot.training.sampling import TaskSampler, sampled_batches
+from nemot.data.sampling import TaskSampler, sampled_batches
 
 PAD_ID = 0
 IGNORE = -1

@@ -37,7 +37,7 @@ import numpy as np
 
 from nemot.data.format import DataError
 from nemot.pals.tasks import get_task
-from nemot.training.sampling import sampled_batches
+from nemot.data.sampling import sampled_batches
 
 SPLITS = ("train", "dev", "test")
 
@@ -244,7 +244,7 @@ def task_batches(arrays, task_index, batch_size, seed, start_batch=0):
 
     Each pass over the examples is its own seeded permutation; a batch may straddle two
     passes. Batch ``b`` is the same whatever ``start_batch`` the stream starts from, so a
-    resumed run continues exactly (with :func:`nemot.training.sampling.sampled_batches`).
+    resumed run continues exactly (with :func:`nemot.data.sampling.sampled_batches`).
     """
     n = len(arrays["labels"])
     if n == 0:
@@ -278,7 +278,7 @@ def multitask_batches(arrays, sampler, batch_size, seed, start_step=0):
     Args:
         arrays: ``{task: encoded arrays}`` in the model's task order (the task index is
             the position in this dict).
-        sampler: a :class:`nemot.training.sampling.TaskSampler` over the same tasks.
+        sampler: a :class:`nemot.data.sampling.TaskSampler` over the same tasks.
         batch_size: examples per batch.
         seed: the shuffling seed.
         start_step: the global step to start at (a resumed run continues exactly).

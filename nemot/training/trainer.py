@@ -37,7 +37,7 @@ from nemot.models.weights import load_pretrained
 from nemot.training import distributed, loop
 from nemot.training.loop import DataSource, TrainResult  # noqa: F401  (re-exported)
 from nemot.training.run_config import dump_toml
-from nemot.training.sampling import TaskSampler
+from nemot.data.sampling import TaskSampler
 from nemot.training.schedules import build_schedule
 
 OPTIMIZERS = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}
