@@ -23,8 +23,8 @@ Distribution: ``batch_size`` is always the **global** batch size. With an
 pipeline reads the same global stream and keeps its own contiguous slice of every
 global batch, cut into per-replica batches; replica ``r`` of step ``s`` therefore sees
 rows ``[r*b, (r+1)*b)`` of global batch ``s``: no example is duplicated or dropped, and
-the union over replicas is the single-device batch. (Every worker reads the whole stream: cheap from pre-tokenised
-shards, which is what multi-worker runs should use.)
+the union over replicas is the single-device batch. (Every worker reads the whole
+stream: cheap from pre-tokenised shards, which is what multi-worker runs should use.)
 
 Finite datasets (``repeat=False``, validation) pad the last global batch with rows of
 ``<pad>`` whose targets are all ignored, so no example is dropped and shapes stay static.

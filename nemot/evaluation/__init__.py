@@ -1,4 +1,5 @@
-"""Evaluation: metrics on strings, sliding-window perplexity, reports and plots (docs/spec.md sections 4, 6, 8)."""
+"""Evaluation: metrics on strings, sliding-window perplexity, reports and plots (docs/spec.md
+sections 4, 6, 8); GLUE and SuperGLUE metrics and averages in :mod:`nemot.evaluation.benchmarks`."""
 
 from nemot.evaluation import metrics, thesis_numbers
 from nemot.evaluation.perplexity import PerplexityResult, perplexity, sliding_windows

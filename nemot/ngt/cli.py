@@ -14,7 +14,7 @@ import argparse
 import json
 
 from nemot.cli import standalone
-from nemot.ngt.superglue import TASKS
+from nemot.data.superglue import TASKS
 
 
 def add_parser(subparsers):

@@ -35,9 +35,10 @@ from pathlib import Path
 import keras_hub
 import numpy as np
 
+from nemot.data import glue
 from nemot.data.format import DataError
-from nemot.pals.tasks import get_task
 from nemot.data.sampling import sampled_batches
+from nemot.pals.tasks import get_task
 
 SPLITS = ("train", "dev", "test")
 
@@ -168,14 +169,12 @@ SOURCES = ("files", "tfds", "hub")
 
 def read_rows(task, data_dir, split, source="files"):
     """The :class:`Rows` of ``task``'s ``split``: from the files under ``data_dir``, or
-    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.hypergrid.glue.read_task`)."""
+    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.data.glue.read_task`)."""
     if source == "files":
         return read_file(task, split_file(task, data_dir, split))
     if source not in SOURCES or task not in GLUE_NAMES:
         raise ValueError(f"task {task!r} from source {source!r}: expected 'files', or "
                          f"one of {SOURCES} for the GLUE tasks {sorted(GLUE_NAMES)}")
-    from nemot.hypergrid import glue
-
     examples = glue.read_task(GLUE_NAMES[task], data_dir, split, source=source)
     texts = [tuple(text.strip() for text in e.fields.values()) for e in examples]
     return Rows(task, f"{source}:{GLUE_NAMES[task]}/{split}", tuple(t[0] for t in texts),

@@ -51,13 +51,13 @@ import numpy as np
 
 from nemot import runs
 from nemot.data.format import DataError
+from nemot.data.sampling import MODES, TaskSampler
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
 from nemot.pals.tasks import get_task
 from nemot.training.callbacks import MODEL_FILES
 from nemot.training.run_config import dump_toml
-from nemot.data.sampling import MODES, TaskSampler
 
 MODES_OF_TRAINING = ("finetune", "pretrain")
 SECTIONS = {

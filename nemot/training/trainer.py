@@ -30,6 +30,7 @@ import numpy as np
 
 from nemot.data import pipelines, sources
 from nemot.data.pos_tags import pos_tagger_for
+from nemot.data.sampling import TaskSampler
 from nemot.data.tokenizer import Tokenizer
 from nemot.evaluation.scoring import score_examples  # noqa: F401  (re-exported)
 from nemot.models.registry import build
@@ -37,7 +38,6 @@ from nemot.models.weights import load_pretrained
 from nemot.training import distributed, loop
 from nemot.training.loop import DataSource, TrainResult  # noqa: F401  (re-exported)
 from nemot.training.run_config import dump_toml
-from nemot.data.sampling import TaskSampler
 from nemot.training.schedules import build_schedule
 
 OPTIMIZERS = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}
