@@ -1,6 +1,14 @@
 """NeMoT data: the tokenizer, the unified text-to-text QA format, one reader per
 dataset and the dataset registry (docs/spec.md sections 1, 3 and 4).
 
+The papers' benchmark data, one module per dataset, each with one :class:`DataError`
+naming file, line and field: :mod:`~nemot.data.glue` (GLUE, SST-2 included),
+:mod:`~nemot.data.superglue` (SuperGLUE rows, pair encoding, official predictions),
+:mod:`~nemot.data.cifar10`, :mod:`~nemot.data.names`; files, TensorFlow Datasets
+(:mod:`~nemot.data.tfds_rows`) or the Hugging Face hub. :mod:`~nemot.data.synthetic`
+stands in for them in smoke runs; :mod:`~nemot.data.sampling` orders multi-task
+training (which task each batch or example comes from).
+
 Example:
     >>> from nemot.data import Formatter, Tokenizer, load_examples
     >>> fmt = Formatter(Tokenizer())

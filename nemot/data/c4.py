@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from nemot import vocab
-from nemot.data import shards
+from nemot.data import c4_tfds, shards
 from nemot.data.format import DataError
 
 logger = logging.getLogger(__name__)
@@ -83,9 +83,7 @@ def list_files(data_dir, split="train", source="files", tfds_name=TFDS_NAME):
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     if source == "tfds":
-        # Imported here: tensorflow-datasets is the optional extra `tfds`.
-        from nemot.data import c4_tfds
-        return c4_tfds.list_shards(data_dir, tfds_name, split)
+        return TFDS, c4_tfds.list_shards(data_dir, tfds_name, split)
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise FileNotFoundError(f"C4 directory {data_dir} does not exist")
@@ -193,7 +191,7 @@ def file_chunks(path, kind, tokenizer, problems):
         return shard_chunks(path)
     if kind == RAW:
         return raw_chunks(path, tokenizer, problems)
-    return path.chunks(tokenizer)
+    return (encode_chunk(texts, tokenizer) for texts in path.texts(CHUNK_DOCS))
 
 
 # ---------------------------------------------------------------- windows

@@ -13,19 +13,19 @@ the group that holds the resumed position (the order of the documents inside a s
 is fixed when TFDS prepares it, so a shard's windows are the same on every read).
 
 ``tensorflow-datasets`` is the optional extra ``tfds`` (``pip install 'nemot[tfds]'``).
+This module gives texts; :mod:`nemot.data.c4` imports it, tokenises them and cuts the
+windows. TensorFlow is imported where a shard is listed or read, so that importing
+:mod:`nemot.data.c4` (run configs do) loads no TensorFlow.
 
 Example:
-    >>> kind, shards = list_shards("gs://bucket/tfds", "c4/en:3.1.0")        # doctest: +SKIP
-    >>> rows = c4.window_stream(kind, shards, n=768, tokenizer=Tokenizer())  # doctest: +SKIP
+    >>> shards = list_shards("gs://bucket/tfds", "c4/en:3.1.0")                   # doctest: +SKIP
+    >>> rows = c4.window_stream(c4.TFDS, shards, n=768, tokenizer=Tokenizer())  # doctest: +SKIP
 """
 
 import dataclasses
 import os
 import re
 
-import tensorflow as tf
-
-from nemot.data import c4
 from nemot.data.format import DataError
 
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
@@ -68,32 +68,34 @@ class TfdsShard:
     def __str__(self):
         return f"{self.filename} ({self.split}[{self.start}:{self.stop}])"
 
-    def chunks(self, tokenizer):
-        """``(ids, offsets)`` of each chunk of :data:`nemot.data.c4.CHUNK_DOCS` documents,
-        in the file's order."""
-        for texts in self._texts():
-            yield c4.encode_chunk([text.decode("utf-8") for text in texts], tokenizer)
+    def texts(self, chunk_docs):
+        """The file's documents in order, as lists of ``chunk_docs`` texts (the last one
+        shorter)."""
+        for texts in self._texts(chunk_docs):
+            yield [text.decode("utf-8") for text in texts]
 
-    def _texts(self):
+    def _texts(self, chunk_docs):
         tfds = _tfds()
         instruction = tfds.core.ReadInstruction(self.split, from_=self.start, to=self.stop,
                                                 unit="abs")
         if self.builder.info.file_format == tfds.core.FileFormat.ARRAY_RECORD:
             # TFDS reads array_record through a random-access source, not tf.data.
             source = self.builder.as_data_source(split=instruction)
-            for s in range(0, len(source), c4.CHUNK_DOCS):
-                rows = range(s, min(s + c4.CHUNK_DOCS, len(source)))
+            for s in range(0, len(source), chunk_docs):
+                rows = range(s, min(s + chunk_docs, len(source)))
                 yield [example["text"] for example in source.__getitems__(rows)]
             return
         # No autocache: each shard is read once an epoch, and C4 shards are large.
         dataset = self.builder.as_dataset(split=instruction, shuffle_files=False,
                                           read_config=tfds.ReadConfig(try_autocache=False))
-        for batch in tfds.as_numpy(dataset.batch(c4.CHUNK_DOCS)):
+        for batch in tfds.as_numpy(dataset.batch(chunk_docs)):
             yield batch["text"]
 
 
 def _versions(dataset_dir):
     """Prepared versions in ``<data_dir>/<name>/<config>``: folders with a dataset_info.json."""
+    import tensorflow as tf
+
     if not tf.io.gfile.isdir(dataset_dir):
         return []
     return sorted((v.rstrip("/") for v in tf.io.gfile.listdir(dataset_dir)
@@ -102,8 +104,8 @@ def _versions(dataset_dir):
                   key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
-def list_shards(data_dir, name=c4.TFDS_NAME, split="train"):
-    """``(c4.TFDS, shards)``: the :class:`TfdsShard` s of ``split`` of TFDS dataset ``name``
+def list_shards(data_dir, name, split="train"):
+    """The :class:`TfdsShard` s of ``split`` of TFDS dataset ``name``
     (``"c4/en"`` or ``"c4/en:3.1.0"``) prepared in ``data_dir`` (local or ``gs://``), in
     shard order.
 
@@ -112,6 +114,8 @@ def list_shards(data_dir, name=c4.TFDS_NAME, split="train"):
     prepared there, or the split is not in it.
     """
     tfds = _tfds()
+    import tensorflow as tf
+
     data_dir = str(data_dir)
     if "://" not in data_dir:
         data_dir = os.path.abspath(data_dir)  # the shard names key the window index
@@ -147,4 +151,4 @@ def list_shards(data_dir, name=c4.TFDS_NAME, split="train"):
         shards.append(TfdsShard(builder, split, start, start + instruction.take,
                                 os.fspath(instruction.filename)))
         start += instruction.take
-    return c4.TFDS, shards
+    return shards

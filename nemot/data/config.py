@@ -38,7 +38,7 @@ class DataConfig:
         validation_batches: how many validation batches the loss reads (0 = all).
         max_new_tokens: decoding length limit for generation metrics.
         sampling: general training: ``"uniform"`` draws a dataset per example (the
-            thesis); a :class:`nemot.training.sampling.TaskSampler` mode
+            thesis); a :class:`nemot.data.sampling.TaskSampler` mode
             (``"annealed"``, ``"proportional"``, ``"sqrt"``, ``"round_robin"``) draws one
             dataset per batch, weighted by dataset size (annealed: over ``train.epochs``).
     """

@@ -19,12 +19,12 @@ The order of examples is computed in numpy and is a pure function of
 ``tf.data`` adds static shapes and prefetching.
 
 Distribution: ``batch_size`` is always the **global** batch size. With an
-``input_context`` (from :func:`distribute`) each input pipeline reads the same global
-stream and keeps its own contiguous slice of every global batch, cut into per-replica
-batches; replica ``r`` of step ``s`` therefore sees rows ``[r*b, (r+1)*b)`` of global
-batch ``s``: no example is duplicated or dropped, and the union over replicas is the
-single-device batch. (Every worker reads the whole stream: cheap from pre-tokenised
-shards, which is what multi-worker runs should use.)
+``input_context`` (from :func:`nemot.training.distributed.distribute`) each input
+pipeline reads the same global stream and keeps its own contiguous slice of every
+global batch, cut into per-replica batches; replica ``r`` of step ``s`` therefore sees
+rows ``[r*b, (r+1)*b)`` of global batch ``s``: no example is duplicated or dropped, and
+the union over replicas is the single-device batch. (Every worker reads the whole
+stream: cheap from pre-tokenised shards, which is what multi-worker runs should use.)
 
 Finite datasets (``repeat=False``, validation) pad the last global batch with rows of
 ``<pad>`` whose targets are all ignored, so no example is dropped and shapes stay static.
@@ -229,28 +229,6 @@ def _to_dataset(make_batches, batch_size, max_text_length, input_context, pos_ta
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-def distribute(strategy, dataset_fn, global_batch_size):
-    """A distributed dataset: ``dataset_fn(batch_size=global_batch_size, input_context=ctx)``
-    on every worker through ``strategy.distribute_datasets_from_function``.
-
-    Args:
-        strategy: a ``tf.distribute`` strategy (``MirroredStrategy``,
-            ``MultiWorkerMirroredStrategy``, ...).
-        dataset_fn: e.g. ``functools.partial(c4_dataset, "c4/en", seed=1)``.
-        global_batch_size: examples per step over all replicas.
-
-    Example:
-        >>> strategy = tf.distribute.MirroredStrategy()                      # doctest: +SKIP
-        >>> ds = distribute(strategy, partial(pool_dataset, data_dir="data"), 32)  # doctest: +SKIP
-    """
-    replicas = strategy.num_replicas_in_sync
-    if global_batch_size % replicas:
-        raise ValueError(f"global batch size {global_batch_size} is not divisible by the "
-                         f"{replicas} replicas of {type(strategy).__name__}")
-    return strategy.distribute_datasets_from_function(
-        lambda ctx: dataset_fn(batch_size=global_batch_size, input_context=ctx))
-
-
 # ---------------------------------------------------------------- C4
 
 def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0, start_batch=0,
@@ -278,7 +256,8 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
         tokenizer: for raw files and TFDS (default: the offline GPT-2 :class:`Tokenizer`).
         split: ``"train"`` (infinite) or ``"validation"`` (one pass, in directory order,
             not shuffled, last batch padded).
-        input_context: a ``tf.distribute.InputContext`` (see :func:`distribute`).
+        input_context: a ``tf.distribute.InputContext`` (see
+            :func:`nemot.training.distributed.distribute`).
         cycle_length: files interleaved at a time.
         window_index: JSON file of recorded window counts for resuming; ``"default"``
             is :func:`nemot.data.c4.default_index_path`, None keeps them in memory.
@@ -493,7 +472,7 @@ def qa_dataset(name, split, *, data_dir, batch_size, max_text_length=MAX_TEXT_LE
         mode: ``"dec"`` or ``"enc"``.
         mqa_mode: ``"label"`` or ``"generate"`` (raw files only; shards keep theirs).
         tokenizer: default the offline GPT-2 :class:`Tokenizer`.
-        input_context: see :func:`distribute`.
+        input_context: see :func:`nemot.training.distributed.distribute`.
         pos_tagger: adds ``x["pos_tags"]`` (highlighting); see :func:`pos_tagger_for`.
     """
     examples = load_formatted(name, split, data_dir=data_dir, max_text_length=max_text_length,
@@ -634,7 +613,7 @@ def pool_dataset(names=SEED_DATASETS, *, data_dir, batch_size, max_text_length=M
             ``mqa``/``gqa``); check them with :func:`check_task_tokens`.
         pos_tagger: adds ``x["pos_tags"]`` (highlighting); every dataset is tagged once.
         make_sampler: ``make_sampler({name: training examples per epoch})`` -> a
-            :class:`nemot.training.sampling.TaskSampler` over ``names`` (e.g. annealed
+            :class:`nemot.data.sampling.TaskSampler` over ``names`` (e.g. annealed
             sampling, PALs): each global batch then comes from the one dataset it draws,
             instead of a dataset per example (the thesis).
         Other arguments as :func:`qa_dataset`.

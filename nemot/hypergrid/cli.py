@@ -50,7 +50,7 @@ def add_parser(subparsers):
 def main_hypergrid(args):
     """Run one parsed ``nemot hypergrid`` command; returns the exit status."""
     if args.hypergrid_command == "synthetic":
-        from nemot.hypergrid.synthetic import write_benchmark
+        from nemot.data.synthetic.glue import write_benchmark
 
         print(write_benchmark(args.out, args.train_size, args.dev_size, args.seed))
         return 0

@@ -26,11 +26,12 @@ import itertools
 
 import numpy as np
 
-from nemot.hypergrid import glue, metrics, text_to_text
+from nemot.data import glue, superglue
+from nemot.data.pipelines import _replica_share
+from nemot.data.sampling import TaskSampler, sampled_batches
+from nemot.evaluation import benchmarks
+from nemot.hypergrid import text_to_text
 from nemot.hypergrid.text_to_text import GLUE_TASKS, SUPERGLUE_TASKS, TASKS
-from nemot.ngt import superglue
-from nemot.ngt.metrics import score_task
-from nemot.training.sampling import TaskSampler, sampled_batches
 
 PAD_ID = 0
 IGNORE = -1
@@ -82,8 +83,8 @@ def _split_examples(key, split, glue_dir, superglue_dir, glue_source="files",
 def load_task(key, tokenizer, glue_dir=None, superglue_dir=None, max_input_length=512,
               max_target_length=32, dev=True, glue_source="files", superglue_source="files"):
     """Read, format and tokenise one task's train split (and its dev sets); the sources
-    are those of :func:`nemot.hypergrid.glue.read_task` and
-    :func:`nemot.ngt.superglue.load_task` (files, a TFDS directory, the hub)."""
+    are those of :func:`nemot.data.glue.read_task` and
+    :func:`nemot.data.superglue.load_task` (files, a TFDS directory, the hub)."""
     if key not in TASKS:
         raise ValueError(f"task {key!r}: expected one of {list(TASKS)}")
     directory = glue_dir if key in GLUE_TASKS else superglue_dir
@@ -168,8 +169,6 @@ class Mixture:
 
     def train_batches(self, start_batch, batch_size, input_context=None):
         """Per-replica ``(x, y)`` numpy batches from global batch ``start_batch`` on."""
-        from nemot.data.pipelines import _replica_share
-
         per_replica, first, share = _replica_share(batch_size, input_context)
         stream = self.examples(start_batch * batch_size)
         while True:
@@ -258,12 +257,13 @@ class Mixture:
                 else:
                     p = text_to_text.row_probabilities(dev.name, dev.examples, probabilities,
                                                        len(dev.data.rows))
-                    superglue_scores[dev.name] = score_task(dev.name, dev.data.rows, p)
+                    superglue_scores[dev.name] = benchmarks.score_superglue(dev.name,
+                                                                            dev.data.rows, p)
         out = {}
         if glue_scores:
-            out["glue"] = metrics.glue_average(glue_scores)
+            out["glue"] = benchmarks.glue_average(glue_scores)
         if superglue_scores:
-            out["superglue"] = metrics.superglue_average(superglue_scores)
+            out["superglue"] = benchmarks.superglue_average(superglue_scores)
         out["avg"] = float(np.mean(list(out.values())))
         for prefix, scores in (("glue", glue_scores), ("superglue", superglue_scores)):
             for name, values in scores.items():
@@ -275,7 +275,7 @@ def _glue_metrics(dev, probabilities):
     predicted = [int(np.argmax(p)) for p in probabilities]
     if dev.name == "STS-B":
         predicted = [float(e.candidates[k]) for e, k in zip(dev.examples, predicted)]
-    return metrics.score_glue(dev.name, predicted, [e.label for e in dev.examples])
+    return benchmarks.score_glue(dev.name, predicted, [e.label for e in dev.examples])
 
 
 def log_likelihood_fn(model):

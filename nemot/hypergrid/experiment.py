@@ -51,9 +51,8 @@ import json
 import tomllib
 from pathlib import Path
 
-from nemot.hypergrid import glue
+from nemot.data import glue, superglue
 from nemot.hypergrid.text_to_text import TASKS
-from nemot.ngt import superglue
 
 MODEL_KEYS = {"backbone", "tokenizer", "dropout"}
 DATA_KEYS = {"glue_dir", "superglue_dir", "glue_source", "superglue_source", "tasks",

@@ -7,7 +7,7 @@ word (``"entailment"``, ``"True"``, ``"choice2"``, STS-B's score rounded to 0.2 
 preprocessing: fields sorted by name unless T5 fixes an order (MultiRC: question,
 answer, paragraph, without the HTML markup; WiC: sentence1, sentence2, word),
 label words in TFDS's class order. SuperGLUE comes from the rows of
-:mod:`nemot.ngt.superglue`; COPA and ReCoRD rows (one per option there) are joined
+:mod:`nemot.data.superglue`; COPA and ReCoRD rows (one per option there) are joined
 back into one example per question, as T5 has them (ReCoRD: the entity list in the
 input, one training example per gold answer). WSC is one deviation: T5 marks the two
 spans inside the text (``* noun *``, ``# pronoun #``), which needs the span indices
@@ -17,8 +17,8 @@ the shared reader does not keep, so here the spans are fields of their own
 Evaluation scores each candidate target and takes the best (rank classification):
 the same answer as greedy decoding whenever that decodes a valid label, and never
 an invalid one (T5 counted those as wrong). :func:`row_probabilities` turns the
-candidate probabilities into the per-row probabilities :func:`nemot.ngt.metrics.score_task`
-reads.
+candidate probabilities into the per-row probabilities
+:func:`nemot.evaluation.benchmarks.score_superglue` reads.
 
 Example:
     >>> ex = glue_example(GlueExample("RTE", {"sentence1": "A.", "sentence2": "B."}, 0, "", 1))
@@ -31,9 +31,8 @@ import re
 
 import numpy as np
 
-from nemot.hypergrid import glue
-from nemot.ngt import superglue
-from nemot.ngt.superglue import CB_LABELS, group_indices
+from nemot.data import glue, superglue
+from nemot.data.superglue import CB_LABELS, group_indices
 
 GLUE_PREFIX = {"CoLA": "cola", "SST-2": "sst2", "MRPC": "mrpc", "STS-B": "stsb", "QQP": "qqp",
                "MNLI": "mnli", "MNLI-mm": "mnli", "QNLI": "qnli", "RTE": "rte", "WNLI": "wnli"}
@@ -89,7 +88,7 @@ def stsb_target(score):
 
 
 def glue_example(example):
-    """The text-to-text form of a :class:`nemot.hypergrid.glue.GlueExample`."""
+    """The text-to-text form of a :class:`nemot.data.glue.GlueExample`."""
     task = example.task
     if task == "STS-B":
         fields = sorted(example.fields.items())
@@ -159,14 +158,14 @@ def _group(task, rows, idx):
 
 
 def superglue_examples(data):
-    """The text-to-text examples of a :class:`nemot.ngt.superglue.TaskData`."""
+    """The text-to-text examples of a :class:`nemot.data.superglue.TaskData`."""
     if data.task in ("COPA", "ReCoRD"):
         return [_group(data.task, data.rows, idx) for idx in group_indices(data.rows).values()]
     return [_row(data.task, i, row) for i, row in enumerate(data.rows)]
 
 
 def row_probabilities(task, examples, probabilities, num_rows):
-    """Per-row probabilities for :func:`nemot.ngt.metrics.score_task`.
+    """Per-row probabilities for :func:`nemot.evaluation.benchmarks.score_superglue`.
 
     Args:
         task: the SuperGLUE task name (``"CB"``...).

@@ -10,10 +10,11 @@
   labels are not public); words (the files are tokenised and lower-cased) as ids of a
   vocabulary of the training split, 1 for unknown words, 0 pads.
 
-Held-out splits are drawn with ``split_seed`` (the same for every run of an
-experiment: runs differ in initialisation and batch order only). ``synthetic = N``
-generates N learnable examples of the dataset's shape instead of reading files, for
-smoke runs without the data.
+The readers are the shared ones (:mod:`nemot.data.cifar10`, :mod:`nemot.data.names`,
+:mod:`nemot.data.glue`). Held-out splits are drawn with ``split_seed`` (the same for
+every run of an experiment: runs differ in initialisation and batch order only).
+``synthetic = N`` generates N learnable examples of the dataset's shape instead of
+reading files (:mod:`nemot.data.synthetic.arrays`), for smoke runs without the data.
 """
 
 import collections
@@ -24,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.modact import readers
+from nemot.data import cifar10, glue, names
+from nemot.data.synthetic import arrays
 
 DATASETS = ("cifar10", "names", "sst2")
 # Where each dataset can be read from (NAMES is neither in TFDS nor on the hub).
@@ -124,55 +126,14 @@ def word_vocabulary(sentences):
     return {w: i for i, w in enumerate(ranked, start=2)}
 
 
-# ----------------------------------------------------------- synthetic data
-
-def _synthetic_cifar10(n, seed):
-    """Noise images with a class-coloured 8x8 patch at a class-dependent place."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 10, n).astype("int32")
-    x = rng.integers(0, 160, (n, 32, 32, 3)).astype("uint8")
-    for i, label in enumerate(y):
-        r, c = 4 + 12 * (label % 3), 4 + 8 * (label // 3)
-        x[i, r:r + 8, c:c + 8, label % 3] = 255
-    return x, y
-
-
-def _synthetic_names(n, seed, languages=18):
-    """Names whose letters come mostly from their language's own six letters."""
-    rng = np.random.default_rng(seed)
-    letters = np.array(list(readers.NAME_LETTERS[:52]))
-    own = [rng.choice(letters, 6, replace=False) for _ in range(languages)]
-    y = rng.integers(0, languages, n).astype("int32")
-    names = ["".join(rng.choice(own[label]) if rng.random() < 0.7 else rng.choice(letters)
-                     for _ in range(rng.integers(3, 9))).capitalize() for label in y]
-    return names, y, [f"Language{i:02d}" for i in range(languages)]
-
-
-def _synthetic_sst2(n, seed):
-    """Sentences of neutral words with a majority of positive or negative ones."""
-    rng = np.random.default_rng(seed)
-    words = {"pos": [f"good{i}" for i in range(10)], "neg": [f"bad{i}" for i in range(10)],
-             "neutral": [f"word{i}" for i in range(80)]}
-    sentences, labels = [], []
-    for _ in range(n):
-        label = int(rng.integers(0, 2))
-        sentiment = words["pos" if label else "neg"]
-        tokens = list(rng.choice(words["neutral"], rng.integers(3, 10)))
-        tokens += list(rng.choice(sentiment, 2)) + list(rng.choice(words["pos"] + words["neg"], 1))
-        rng.shuffle(tokens)
-        sentences.append(" ".join(tokens))
-        labels.append(label)
-    return sentences, np.asarray(labels, "int32")
-
-
 # ---------------------------------------------------------------- loading
 
 def _cifar10(config):
     if config.synthetic:
-        train = _synthetic_cifar10(config.synthetic, config.split_seed)
-        test = _synthetic_cifar10(max(config.synthetic // 5, 1), config.split_seed + 1)
+        train = arrays.cifar10(config.synthetic, config.split_seed)
+        test = arrays.cifar10(max(config.synthetic // 5, 1), config.split_seed + 1)
     elif config.source == "tfds":
-        files = readers.read_cifar10_tfds(config.dir)
+        files = cifar10.read_cifar10_tfds(config.dir)
         train, test = files["train"], files["test"]
     elif config.dir == "keras":
         import keras
@@ -180,7 +141,7 @@ def _cifar10(config):
         (x, y), (xt, yt) = keras.datasets.cifar10.load_data()
         train, test = (x, y[:, 0].astype("int32")), (xt, yt[:, 0].astype("int32"))
     else:
-        files = readers.read_cifar10(config.dir)
+        files = cifar10.read_cifar10(config.dir)
         train, test = files["train"], files["test"]
     train, validation = hold_out(*train, config.validation_fraction, config.split_seed)
     return Splits(train, validation, test, num_classes=10, input_shape=(32, 32, 3))
@@ -188,10 +149,10 @@ def _cifar10(config):
 
 def _names(config):
     if config.synthetic:
-        names, y, languages = _synthetic_names(config.synthetic, config.split_seed)
+        texts, y, languages = arrays.names(config.synthetic, config.split_seed)
     else:
-        names, y, languages = readers.read_names(config.dir)
-    ids = pad_ids([[readers.NAME_LETTERS.index(c) + 1 for c in name] for name in names],
+        texts, y, languages = names.read_names(config.dir)
+    ids = pad_ids([[names.LETTERS.index(c) + 1 for c in name] for name in texts],
                   config.max_length)
     rest, test = hold_out(ids, y, config.test_fraction, config.split_seed)
     train, validation = hold_out(*rest, config.validation_fraction, config.split_seed + 1)
@@ -199,19 +160,26 @@ def _names(config):
         raise ValueError("names: test_fraction: the corpus has no test file; hold out a "
                          "fraction (the paper: about 0.1)")
     return Splits(train, validation, test, num_classes=len(languages),
-                  vocab_size=len(readers.NAME_LETTERS) + 1)
+                  vocab_size=len(names.LETTERS) + 1)
+
+
+def sst2(examples):
+    """``(sentences, labels)`` of GLUE SST-2 examples: the files' sentences without their
+    trailing space, int32 labels."""
+    return ([e.fields["sentence"].strip() for e in examples],
+            np.asarray([e.label for e in examples], "int32"))
 
 
 def _sst2(config):
     if config.synthetic:
-        train = _synthetic_sst2(config.synthetic, config.split_seed)
-        test = _synthetic_sst2(max(config.synthetic // 5, 1), config.split_seed + 1)
+        train = arrays.sst2(config.synthetic, config.split_seed)
+        test = arrays.sst2(max(config.synthetic // 5, 1), config.split_seed + 1)
     elif config.source == "files":
-        train = readers.read_sst2(Path(config.dir) / config.train_file)
-        test = readers.read_sst2(Path(config.dir) / config.test_file)
+        train = sst2(glue.read_file("SST-2", Path(config.dir) / config.train_file))
+        test = sst2(glue.read_file("SST-2", Path(config.dir) / config.test_file))
     else:
-        train = readers.read_sst2_source(config.source, config.dir, "train")
-        test = readers.read_sst2_source(config.source, config.dir, "dev")
+        train = sst2(glue.read_task("SST-2", config.dir, "train", source=config.source))
+        test = sst2(glue.read_task("SST-2", config.dir, "dev", source=config.source))
     vocabulary = word_vocabulary(train[0])
 
     def encode(sentences):

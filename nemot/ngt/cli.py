@@ -11,7 +11,7 @@ Examples::
 import json
 
 from nemot import console
-from nemot.ngt.superglue import TASKS
+from nemot.data.superglue import TASKS
 
 
 def add_parser(subparsers):

@@ -9,7 +9,8 @@ t-test per score.
 """
 
 from nemot import runs
-from nemot.ngt import metrics as ngt_metrics
+from nemot.evaluation.benchmarks import task_score
+from nemot.ngt.metrics import best_epoch
 from nemot.ngt.train import Experiment, load_splits, load_tokenizer, train_run
 
 # Paper Table 1 (notes section 4): per task the mean of its metrics, and the Mean column.
@@ -50,6 +51,6 @@ def run_one(experiment, variant, seed, run_dir):
         train_data, val_data = load_splits(experiment, task)
         epochs = train_run(experiment, task, experiment.variant(variant), seed, train_data,
                            val_data, run_dir / task, tokenizer)
-        scores[task] = ngt_metrics.run_score(epochs[ngt_metrics.best_epoch(epochs)])
+        scores[task] = task_score(epochs[best_epoch(epochs)])
     scores["mean"] = sum(scores.values()) / len(scores)
     return scores

@@ -40,8 +40,9 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from nemot.data import superglue
+from nemot.evaluation import benchmarks
 from nemot.ngt import metrics as ngt_metrics
-from nemot.ngt import superglue
 from nemot.ngt.model import VARIANTS, NGTModel, load_backbone
 from nemot.training import loop
 from nemot.training.loop import DataSource, TrainConfig
@@ -337,9 +338,9 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir=Non
 
     def metric(model):
         probabilities = model.predict(val_ds, verbose=0)
-        task_scores = ngt_metrics.score_task(task, val_data.rows, probabilities)
+        task_scores = benchmarks.score_superglue(task, val_data.rows, probabilities)
         scores["last"] = (task_scores, probabilities)
-        return {"metric": ngt_metrics.run_score(task_scores), **task_scores}
+        return {"metric": benchmarks.task_score(task_scores), **task_scores}
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -398,7 +399,7 @@ def collect(output_dir):
     results = {}
     for path in sorted(Path(output_dir).glob("*/*/seed*/metrics.jsonl")):
         variant, task = path.parent.parent.parent.name, path.parent.parent.name
-        metric_names = ngt_metrics.TASK_METRICS[task]
+        metric_names = benchmarks.SUPERGLUE_METRICS[task]
         epochs = []
         for line_no, line in enumerate(path.read_text().splitlines(), start=1):
             record = json.loads(line)
@@ -423,7 +424,7 @@ def summarize(results):
                 continue
             best = [epochs[ngt_metrics.best_epoch(epochs)] for epochs in per_task[task]]
             cells[task] = ngt_metrics.aggregate(best)
-            run_scores[task] = [ngt_metrics.run_score(m) for m in best]
+            run_scores[task] = [benchmarks.task_score(m) for m in best]
         summary[variant] = {"cells": cells, "mean": ngt_metrics.mean_column(cells), "run_scores": run_scores}
     return summary
 
@@ -439,8 +440,8 @@ def report(results, variants=None):
     tasks = [t for t in superglue.TASKS if any(t in summary[v]["cells"] for v in variants)]
     lines = ["| Task | Metric | " + " | ".join(variants) + " |", "|---|---|" + "---|" * len(variants)]
     for task in tasks:
-        metrics = ngt_metrics.TASK_METRICS[task]
-        label = "/".join(ngt_metrics.METRIC_LABELS[m] for m in metrics)
+        metrics = benchmarks.SUPERGLUE_METRICS[task]
+        label = "/".join(benchmarks.METRIC_LABELS[m] for m in metrics)
         cells = []
         for v in variants:
             cell = summary[v]["cells"].get(task)

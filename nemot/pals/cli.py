@@ -61,7 +61,7 @@ def main_pals(args):
     elif args.pals_command == "report":
         print(runs.write_report(args.output_dir))
     elif args.pals_command == "synthetic":
-        from nemot.pals.synthetic import write_synthetic
+        from nemot.data.synthetic.minbert import write_synthetic
 
         for path in write_synthetic(args.directory, seed=args.seed):
             print(path)

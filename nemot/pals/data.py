@@ -35,9 +35,10 @@ from pathlib import Path
 import keras_hub
 import numpy as np
 
+from nemot.data import glue
 from nemot.data.format import DataError
+from nemot.data.sampling import sampled_batches
 from nemot.pals.tasks import get_task
-from nemot.training.sampling import sampled_batches
 
 SPLITS = ("train", "dev", "test")
 
@@ -168,14 +169,12 @@ SOURCES = ("files", "tfds", "hub")
 
 def read_rows(task, data_dir, split, source="files"):
     """The :class:`Rows` of ``task``'s ``split``: from the files under ``data_dir``, or
-    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.hypergrid.glue.read_task`)."""
+    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.data.glue.read_task`)."""
     if source == "files":
         return read_file(task, split_file(task, data_dir, split))
     if source not in SOURCES or task not in GLUE_NAMES:
         raise ValueError(f"task {task!r} from source {source!r}: expected 'files', or "
                          f"one of {SOURCES} for the GLUE tasks {sorted(GLUE_NAMES)}")
-    from nemot.hypergrid import glue
-
     examples = glue.read_task(GLUE_NAMES[task], data_dir, split, source=source)
     texts = [tuple(text.strip() for text in e.fields.values()) for e in examples]
     return Rows(task, f"{source}:{GLUE_NAMES[task]}/{split}", tuple(t[0] for t in texts),
@@ -244,7 +243,7 @@ def task_batches(arrays, task_index, batch_size, seed, start_batch=0):
 
     Each pass over the examples is its own seeded permutation; a batch may straddle two
     passes. Batch ``b`` is the same whatever ``start_batch`` the stream starts from, so a
-    resumed run continues exactly (with :func:`nemot.training.sampling.sampled_batches`).
+    resumed run continues exactly (with :func:`nemot.data.sampling.sampled_batches`).
     """
     n = len(arrays["labels"])
     if n == 0:
@@ -278,7 +277,7 @@ def multitask_batches(arrays, sampler, batch_size, seed, start_step=0):
     Args:
         arrays: ``{task: encoded arrays}`` in the model's task order (the task index is
             the position in this dict).
-        sampler: a :class:`nemot.training.sampling.TaskSampler` over the same tasks.
+        sampler: a :class:`nemot.data.sampling.TaskSampler` over the same tasks.
         batch_size: examples per batch.
         seed: the shuffling seed.
         start_step: the global step to start at (a resumed run continues exactly).

@@ -26,7 +26,7 @@ table of :data:`nemot.pals.model.PAL_OPTIONS`.
 
 Training (seed s.5.3): Adam (minBERT's AdamW with its default weight decay 0, epsilon
 1e-6) at a fixed learning rate; one task per batch drawn by
-:class:`nemot.training.sampling.TaskSampler`.
+:class:`nemot.data.sampling.TaskSampler`.
 
 Model selection (seed s.5.4: the model was chosen on dev, then scored on test): after every
 epoch the **dev** split is scored and the epoch with the best dev ``score`` is selected
@@ -51,13 +51,13 @@ import numpy as np
 
 from nemot import runs
 from nemot.data.format import DataError
+from nemot.data.sampling import MODES, TaskSampler
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
 from nemot.pals.tasks import get_task
 from nemot.training.callbacks import MODEL_FILES
 from nemot.training.run_config import dump_toml
-from nemot.training.sampling import MODES, TaskSampler
 
 MODES_OF_TRAINING = ("finetune", "pretrain")
 SECTIONS = {

@@ -74,6 +74,28 @@ def is_multi_worker(strategy):
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
+def distribute(strategy, dataset_fn, global_batch_size):
+    """A distributed dataset: ``dataset_fn(batch_size=global_batch_size, input_context=ctx)``
+    on every worker through ``strategy.distribute_datasets_from_function``.
+
+    Args:
+        strategy: a ``tf.distribute`` strategy (``MirroredStrategy``,
+            ``MultiWorkerMirroredStrategy``, ...).
+        dataset_fn: e.g. ``functools.partial(nemot.data.pipelines.c4_dataset, "c4/en", seed=1)``.
+        global_batch_size: examples per step over all replicas.
+
+    Example:
+        >>> strategy = tf.distribute.MirroredStrategy()                      # doctest: +SKIP
+        >>> ds = distribute(strategy, partial(pool_dataset, data_dir="data"), 32)  # doctest: +SKIP
+    """
+    replicas = strategy.num_replicas_in_sync
+    if global_batch_size % replicas:
+        raise ValueError(f"global batch size {global_batch_size} is not divisible by the "
+                         f"{replicas} replicas of {type(strategy).__name__}")
+    return strategy.distribute_datasets_from_function(
+        lambda ctx: dataset_fn(batch_size=global_batch_size, input_context=ctx))
+
+
 def worker_info(strategy):
     """``(is_chief, worker_index)``; worker 0 is the chief (no separate chief task)."""
     if not is_multi_worker(strategy):

@@ -152,12 +152,10 @@ def freeze(model, paths):
 
 def _datasets(source, strategy, batch_size, start_batch):
     """Train (from ``start_batch``) and validation datasets, distributed when needed."""
-    from nemot.data import pipelines
-
     def distributed_or_plain(fn):
         if strategy.num_replicas_in_sync == 1 and not distributed.is_multi_worker(strategy):
             return fn(batch_size=batch_size, input_context=None)
-        return pipelines.distribute(strategy, fn, batch_size)
+        return distributed.distribute(strategy, fn, batch_size)
 
     train = distributed_or_plain(functools.partial(source.train, start_batch))
     validation = source.validation and distributed_or_plain(

@@ -31,6 +31,7 @@ import numpy as np
 
 from nemot.data import pipelines, sources
 from nemot.data.pos_tags import pos_tagger_for
+from nemot.data.sampling import TaskSampler
 from nemot.data.tokenizer import Tokenizer
 from nemot.evaluation.scoring import score_examples  # noqa: F401  (re-exported)
 from nemot.models.registry import build
@@ -39,7 +40,6 @@ from nemot.training import checkpoints, distributed, loop
 from nemot.training.loop import DataSource, TrainResult  # noqa: F401  (re-exported)
 from nemot.training.run_config import (RESUMABLE, ResumeConflict, RunConfigError, changed_keys,
                                        dump_toml, load_run_config, toml_value)
-from nemot.training.sampling import TaskSampler
 from nemot.training.schedules import build_schedule
 
 logger = logging.getLogger(__name__)

@@ -2,6 +2,7 @@ import pytest
 
 from nemot.data import Tokenizer
 from tests.data import fixtures
+from tests.data.superglue_records import superglue_dir, tokenizer, vocab_file  # noqa: F401
 
 
 @pytest.fixture(scope="session")

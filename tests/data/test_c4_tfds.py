@@ -6,6 +6,7 @@ array_record shards, ``dataset_info.json``, ``features.json``) and read back thr
 
 import collections
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +23,8 @@ from nemot.training.run_config import load_run_config
 from tests.data import fixtures
 from tests.data.test_c4 import take
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"
 FEATURES = ("text", "url", "content-type", "content-length", "timestamp")  # TFDS c4/en 3.1.0
 SHARDS = 5  # one TFDS shard per raw file
 DOCS = 5  # documents per raw file (and per TFDS shard)
@@ -150,9 +152,9 @@ def test_resume_at_batch_k_is_the_uninterrupted_stream_and_rereads_one_group(
         assert rows_of(resumed) == rows_of(full[k:k + 20])
     # Resuming at the first window of epoch 1's second group reads only that group's shards.
     read = []
-    chunks = c4_tfds.TfdsShard.chunks
-    monkeypatch.setattr(c4_tfds.TfdsShard, "chunks",
-                        lambda shard, tok: (read.append(shard.name), chunks(shard, tok))[1])
+    texts = c4_tfds.TfdsShard.texts
+    monkeypatch.setattr(c4_tfds.TfdsShard, "texts",
+                        lambda shard, n: (read.append(shard.name), texts(shard, n))[1])
     epoch1 = [s.name for s in c4.file_order(shards, 5, 1, "random")]
     k = epoch_windows + counts[epoch1[0]] + counts[epoch1[1]]
     assert k < len(full)
@@ -168,7 +170,7 @@ def test_two_replicas_split_every_global_batch_without_duplicates_or_drops(c4_so
     kind, shards = c4.list_files(tfds_dir, "train", "tfds")
     epoch = collections.Counter()  # every window of the shards, read here directly
     for shard in shards:
-        for ids, offsets in shard.chunks(tok):
+        for ids, offsets in c4.file_chunks(shard, kind, tok, None):
             token_ids, targets = c4.materialize(ids, offsets, *c4.windows(offsets, N), N)
             epoch.update(bytes(x) + bytes(t) for x, t in zip(token_ids, targets))
     total = sum(epoch.values())
@@ -249,3 +251,13 @@ def test_source_is_checked_and_tfds_is_for_pretraining_only(c4_sources, monkeypa
         c4_dataset(tfds_dir, batch_size=2, source="tfds")
     assert len(take(c4_dataset(c4_sources[0], batch_size=1, max_text_length=N,
                                window_index=None, tokenizer=tok), 1)) == 1  # no TFDS needed
+
+
+def test_the_c4_stream_imports_its_tfds_source_without_loading_tensorflow():
+    """c4 imports c4_tfds at its top (c4_tfds never imports c4: no cycle); run configs
+    import c4, and must not load TensorFlow for it."""
+    code = "import sys, nemot.data.c4; print('tensorflow' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"

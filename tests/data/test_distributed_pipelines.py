@@ -91,7 +91,8 @@ from functools import partial
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from nemot.data.pipelines import c4_dataset, distribute, pool_dataset
+from nemot.data.pipelines import c4_dataset, pool_dataset
+from nemot.training.distributed import distribute
 args = json.loads(sys.argv[1])
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 fns = {"c4": partial(c4_dataset, args["c4"], max_text_length=args["n"], seed=2,

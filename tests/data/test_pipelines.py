@@ -10,7 +10,7 @@ from nemot.data import DataError, Formatter, QAExample, prepare, registry
 from nemot.data.pipelines import (SEED_DATASETS, check_task_tokens, dataset_task_tokens,
                                   epoch_length, eval_examples, examples_dataset, pool_choices,
                                   pool_dataset, pool_members, qa_dataset, validation_dataset)
-from nemot.training.sampling import TaskSampler
+from nemot.data.sampling import TaskSampler
 
 N = 32
 PAD, IGN = vocab.PAD_ID, vocab.IGNORE_ID

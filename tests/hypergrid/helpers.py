@@ -1,5 +1,5 @@
-"""Helpers for the HyperGrid reproduction tests: a tiny T5, a tiny SentencePiece model,
-official-layout GLUE files, a Hugging Face T5 checkpoint written in its real layout."""
+"""Helpers for the HyperGrid reproduction tests: a tiny T5 and its inputs, a Hugging Face
+T5 checkpoint written in its real layout."""
 
 import json
 
@@ -27,12 +27,6 @@ def t5_inputs(batch=2, enc=7, dec=4, vocabulary_size=64, seed=0, tasks=(0, 1)):
             "decoder_token_ids": rng.integers(2, vocabulary_size, (batch, dec)).astype("int32")
             * dec_mask, "decoder_padding_mask": dec_mask,
             "task_index": np.array(tasks[:batch], "int32")}
-
-
-def write_tsv(path, rows):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def write_hf_t5(directory, backbone):

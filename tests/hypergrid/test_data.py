@@ -6,7 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from nemot.hypergrid import data, synthetic
+from nemot.data.synthetic import glue as synthetic
+from nemot.hypergrid import data
 from nemot.hypergrid.data import IGNORE, Mixture, TokenizedTask, _ids, model_batch
 from nemot.hypergrid.t5 import load_tokenizer
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nemot.hypergrid import cli, experiment, synthetic
+from nemot.data.synthetic import glue as synthetic
+from nemot.hypergrid import cli, experiment
 from nemot.hypergrid.report import report
 
 CONFIGS = sorted(Path(__file__).parents[2].joinpath("configs", "hypergrid").glob("*.toml"))

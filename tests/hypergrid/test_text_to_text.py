@@ -1,15 +1,15 @@
-"""T5's text-to-text strings for GLUE and SuperGLUE, candidate readout, and the metrics
-with the paper's averages."""
+"""T5's text-to-text strings for GLUE and SuperGLUE, candidate readout, and the benchmark
+averages against the paper's tables."""
 
 import numpy as np
 import pytest
 
-from nemot.hypergrid import metrics, text_to_text
+from nemot.data import superglue
+from nemot.data.glue import GlueExample
+from nemot.evaluation.benchmarks import score_superglue, superglue_average
+from nemot.hypergrid import text_to_text
 from nemot.hypergrid.experiment import PAPER
-from nemot.hypergrid.glue import GlueExample
-from nemot.ngt import superglue
-from nemot.ngt.metrics import score_task
-from tests.ngt.helpers import RECORDS, write_jsonl
+from tests.data.superglue_records import RECORDS, write_jsonl
 
 
 def glue_ex(task, label, **fields):
@@ -65,36 +65,22 @@ def test_superglue_inputs_and_targets_follow_t5(sg):
         "A won. B lost. C"
 
 
-def test_candidate_probabilities_become_the_rows_score_task_reads(sg):
+def test_candidate_probabilities_become_the_rows_score_superglue_reads(sg):
     """Putting all mass on each example's gold target scores 100% on every task."""
     for task, (data, examples) in sg.items():
         gold = [np.array([float(c == e.targets[0]) for c in e.candidates]) for e in examples]
         p = text_to_text.row_probabilities(task, examples, gold, len(data.rows))
-        assert all(v == 1.0 for v in score_task(task, data.rows, p).values()), task
+        assert all(v == 1.0 for v in score_superglue(task, data.rows, p).values()), task
         wrong = [1.0 - g if len(g) == 2 else np.roll(g, 1) for g in gold]
         p = text_to_text.row_probabilities(task, examples, wrong, len(data.rows))
-        assert score_task(task, data.rows, p)[("f1a" if task == "MultiRC" else
+        assert score_superglue(task, data.rows, p)[("f1a" if task == "MultiRC" else
                                                "f1" if task in ("CB", "ReCoRD") else "acc")] < 1
-
-
-def test_glue_metrics_against_hand_counts():
-    # MCC: tp=2 tn=1 fp=1 fn=0 -> (2*1 - 1*0) / sqrt(3*2*2*1)
-    assert metrics.matthews([1, 1, 1, 0], [1, 1, 0, 0]) == pytest.approx(2 / np.sqrt(12))
-    assert metrics.matthews([1, 1, 1], [1, 0, 1]) == 0.0  # constant predictions
-    mrpc = metrics.score_glue("MRPC", [1, 0, 1, 1], [1, 1, 0, 1])
-    assert mrpc == {"f1": pytest.approx(2 * 2 / (3 + 3)), "acc": 0.5}
-    stsb = metrics.score_glue("STS-B", [1.0, 2.0, 4.0], [1.0, 3.0, 2.0])
-    assert stsb["pearson"] == pytest.approx(np.corrcoef([1, 2, 4], [1, 3, 2])[0, 1])
-    assert stsb["spearman"] == pytest.approx(0.5)  # ranks (1,2,3) vs (1,3,2)
-    scores = {"CoLA": {"mcc": 0.5}, "MRPC": {"f1": 0.9, "acc": 0.8}, "MNLI": {"acc": 0.8},
-              "MNLI-mm": {"acc": 0.7}}
-    assert metrics.glue_average(scores) == pytest.approx((50 + 85 + 75) / 3)
 
 
 def paper_superglue_average(row):
     cells = PAPER[f"table1/{row}"]
     tasks = {t: {"score": cells[f"superglue/{t}"] / 100} for t in superglue.TASKS}
-    return metrics.superglue_average(tasks), cells["superglue"]
+    return superglue_average(tasks), cells["superglue"]
 
 
 @pytest.mark.parametrize("row", ["t5_sota", "single_model", "L2", "LG"])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nemot.modact import data, experiment
-from tests.modact import fixtures
+from tests.data import benchmark_files as fixtures
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "modact"
 

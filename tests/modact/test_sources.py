@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
+from nemot.data import cifar10, glue
 from nemot.data.format import DataError
 from nemot.data.tfds_rows import tfds_rows
-from nemot.modact import data, readers
+from nemot.modact import data
 from nemot.modact.data import DataConfig
-from nemot.modact.readers import DataFormatError
-from tests.hypergrid.test_glue_sources import (hub_table, prepare_glue, prepare_tfds, serve_hub,
-                                               tfds_features)
-from tests.modact import fixtures
+from tests.data import benchmark_files as fixtures
+from tests.data.test_glue_sources import (hub_table, prepare_glue, prepare_tfds, serve_hub,
+                                          tfds_features)
 
 PER_BATCH = 4  # images per pickle: 20 train, 4 test
 
 
-def prepare_cifar10(data_dir, splits, names=readers.CIFAR10_CLASSES, image="image",
+def prepare_cifar10(data_dir, splits, names=cifar10.CLASSES, image="image",
                     first_id=0):
     """Prepare TFDS ``cifar10:3.0.2`` with ``{split: (images, labels)}`` in ``data_dir``
     (``image``: that feature's name; ``first_id``: the number of the first ``id``)."""
@@ -50,8 +50,8 @@ def sources(tmp_path_factory):
     """``(cifar_files, cifar_tfds, bad_tfds, sst2_files, sst2_tfds)``."""
     root = tmp_path_factory.mktemp("modact_sources")
     written = fixtures.cifar10(root / "cifar-10-batches-py", per_batch=PER_BATCH)
-    splits = {"train": _images(written, readers.CIFAR10_TRAIN_FILES),
-              "test": _images(written, [readers.CIFAR10_TEST_FILE])}
+    splits = {"train": _images(written, cifar10.TRAIN_FILES),
+              "test": _images(written, [cifar10.TEST_FILE])}
     prepare_cifar10(root / "tfds", splits)
     # Classes that are not CIFAR-10's; the hub's column name `img`; ids from 1.
     prepare_cifar10(root / "bad" / "classes", splits, names=[f"class{i}" for i in range(10)])
@@ -67,13 +67,13 @@ def sources(tmp_path_factory):
 
 def test_cifar10_from_tfds_is_the_pickles_images_in_their_order(sources):
     files, tfds_dir, *_ = sources
-    raw, from_tfds = readers.read_cifar10(files), readers.read_cifar10_tfds(tfds_dir)
+    raw, from_tfds = cifar10.read_cifar10(files), cifar10.read_cifar10_tfds(tfds_dir)
     for split in ("train", "test"):
         (x, y), (xt, yt) = raw[split], from_tfds[split]
         assert xt.dtype == np.uint8 and yt.dtype == np.int32 and xt.shape == x.shape
         np.testing.assert_array_equal(xt, x)
         np.testing.assert_array_equal(yt, y)
-    _, rows = tfds_rows(readers.CIFAR10_TFDS, tfds_dir, "train")
+    _, rows = tfds_rows(cifar10.TFDS_NAME, tfds_dir, "train")
     assert [r["id"] for r in rows] != [f"train_{i:05d}" for i in range(5 * PER_BATCH)]
 
 
@@ -90,21 +90,21 @@ def test_cifar10_splits_from_tfds_equal_those_from_the_files(sources):
 
 def test_cifar10_tfds_errors_name_the_dataset_and_feature(sources, tmp_path):
     _, _, bad_dir, _, _ = sources
-    with pytest.raises(DataFormatError, match=r"TFDS cifar10:3.0.2 \[train\] in .*classes: "
-                                              r"feature 'label': expected the class names "
-                                              r"\['airplane', .*got \['class0'"):
-        readers.read_cifar10_tfds(bad_dir / "classes")
-    with pytest.raises(DataFormatError, match=r"img: feature 'image': expected the features "
-                                              r"\['id', 'image', 'label'\], got \['id', 'img', "
-                                              r"'label'\]"):
-        readers.read_cifar10_tfds(bad_dir / "img")
-    with pytest.raises(DataFormatError, match=r"ids: feature 'id': expected train_00000 .. "
-                                              r"train_00019, each once"):
-        readers.read_cifar10_tfds(bad_dir / "ids")
+    with pytest.raises(DataError, match=r"TFDS cifar10:3.0.2 \[train\] in .*classes: field "
+                                        r"'label': expected the class names \['airplane', "
+                                        r".*got \['class0'"):
+        cifar10.read_cifar10_tfds(bad_dir / "classes")
+    with pytest.raises(DataError, match=r"img: field 'image': expected the features "
+                                        r"\['id', 'image', 'label'\], got \['id', 'img', "
+                                        r"'label'\]"):
+        cifar10.read_cifar10_tfds(bad_dir / "img")
+    with pytest.raises(DataError, match=r"ids: field 'id': expected train_00000 .. "
+                                        r"train_00019, each once"):
+        cifar10.read_cifar10_tfds(bad_dir / "ids")
     (tmp_path / "cifar10").mkdir()
     with pytest.raises(DataError, match=r"cifar10/3.0.2: field 'dataset_info.json': expected "
                                         r"TFDS cifar10:3.0.2 prepared there"):
-        readers.read_cifar10_tfds(tmp_path)
+        cifar10.read_cifar10_tfds(tmp_path)
 
 
 def test_sst2_from_tfds_and_the_hub_gives_the_files_splits(sources, monkeypatch):
@@ -121,8 +121,8 @@ def test_sst2_from_tfds_and_the_hub_gives_the_files_splits(sources, monkeypatch)
                         (split.train, split.validation, split.test)):
             np.testing.assert_array_equal(b[0], a[0])
             np.testing.assert_array_equal(b[1], a[1])
-    # read_sst2 strips the files' trailing space; so does the TFDS path.
-    sentences, labels = readers.read_sst2_source("tfds", tfds_dir, "dev")
+    # The splits strip the files' trailing space, from every source.
+    sentences, labels = data.sst2(glue.read_task("SST-2", tfds_dir, "dev", source="tfds"))
     assert sentences == ["it 's a charming and often affecting journey .",
                          "unflinchingly bleak and desperate"] and list(labels) == [1, 0]
 
@@ -151,4 +151,4 @@ def test_sst2_hub_label_encoding_is_checked(monkeypatch):
     serve_hub(monkeypatch, {("sst2", "train"): table})
     with pytest.raises(DataError, match=r"field 'label': expected the class names "
                                         r"\['negative', 'positive'\], got None"):
-        readers.read_sst2_source("hub", None, "train")
+        data.load_splits(DataConfig(dataset="sst2", source="hub"))

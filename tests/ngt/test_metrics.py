@@ -1,13 +1,12 @@
-"""SuperGLUE metrics, the paper's aggregation (checked against Tables 1 and 4) and significance tests."""
+"""The paper's aggregation (checked against Tables 1 and 4) and significance tests (the
+SuperGLUE metrics: tests/evaluation/test_benchmarks.py)."""
 
 import math
 import statistics
 
-import numpy as np
 import pytest
 
 from nemot.ngt import metrics
-from nemot.ngt.superglue import PairRow
 
 # Paper Table 1: {task: {metric: (mean, sd)}} per variant.
 TABLE1 = {
@@ -78,65 +77,6 @@ def test_best_epoch_uses_the_mean_of_the_task_metrics():
     epochs = [{"f1": 0.9, "acc": 0.5}, {"f1": 0.7, "acc": 0.8}, {"f1": 0.75, "acc": 0.75}]
     assert metrics.best_epoch(epochs) == 1  # 0.75 > 0.70; the first of the tied 0.75s
     assert metrics.best_epoch([{"acc": 0.5}, {"acc": 0.6}, {"acc": 0.4}]) == 1
-
-
-def test_macro_f1_averages_the_three_class_f1s():
-    golds = [0, 0, 1, 2, 2, 2]
-    predictions = [0, 1, 1, 2, 2, 0]
-    # class 0: tp 1, fp 1, fn 1 -> 0.5; class 1: tp 1, fp 1, fn 0 -> 2/3; class 2: tp 2, fn 1 -> 0.8
-    assert metrics.macro_f1(predictions, golds, 3) == pytest.approx((0.5 + 2 / 3 + 0.8) / 3)
-    assert metrics.macro_f1([0, 0], [0, 0], 3) == pytest.approx(1 / 3)  # absent classes score 0
-
-
-def test_multirc_f1a_pools_options_and_handles_empty_denominators():
-    assert metrics.multirc_f1a([1, 1, 0, 0], [1, 0, 1, 0]) == pytest.approx(0.5)
-    assert metrics.multirc_f1a([0, 0], [1, 0]) == pytest.approx(2 * 1 * 0 / 1)  # precision 1 (empty), recall 0
-    assert metrics.multirc_f1a([0, 0], [0, 0]) == 1.0
-
-
-def _rows(labels, groups=None, options=None, answers=()):
-    groups = groups or [str(i) for i in range(len(labels))]
-    options = options or [""] * len(labels)
-    return [PairRow(("a",), ("b",), lab, g, o, answers) for lab, g, o in zip(labels, groups, options)]
-
-
-def test_score_binary_and_cb():
-    rows = _rows([1, 0, 1, 0])
-    assert metrics.score_task("RTE", rows, np.array([[0.9], [0.2], [0.4], [0.6]])) == {"acc": 0.5}
-    cb = _rows([2, 0, 1])
-    probs = np.array([[0.1, 0.2, 0.7], [0.5, 0.3, 0.2], [0.6, 0.3, 0.1]])
-    out = metrics.score_task("CB", cb, probs)
-    assert out["acc"] == pytest.approx(2 / 3)
-    assert out["f1"] == pytest.approx(metrics.macro_f1([2, 0, 0], [2, 0, 1], 3))
-    with pytest.raises(ValueError, match="4 rows but 3 predictions"):
-        metrics.score_task("RTE", rows, np.zeros((3, 1)))
-
-
-def test_score_copa_picks_the_higher_option_of_each_pair():
-    rows = _rows([1, 0, 0, 1], groups=["0", "0", "1", "1"])
-    # Both options below 0.5: the higher one still wins (no threshold, no running max at 0).
-    assert metrics.score_task("COPA", rows, np.array([0.3, 0.1, 0.2, 0.4])) == {"acc": 1.0}
-    assert metrics.score_task("COPA", rows, np.array([0.3, 0.4, 0.2, 0.4])) == {"acc": 0.5}
-
-
-def test_score_multirc_f1a_and_exact_match_per_question():
-    rows = _rows([1, 0, 1, 1, 0], groups=["q0"] * 3 + ["q1"] * 2)
-    out = metrics.score_task("MultiRC", rows, np.array([0.9, 0.1, 0.8, 0.2, 0.1]))
-    assert out["em"] == 0.5  # q0 all right, q1 misses one option
-    assert out["f1a"] == pytest.approx(metrics.multirc_f1a([1, 0, 1, 0, 0], [1, 0, 1, 1, 0]))
-
-
-def test_score_record_uses_the_top_candidate_string():
-    rows = _rows([1, 0, 0], groups=["7"] * 3, options=["Paris", "France", "the U.S."], answers=("Paris",))
-    rows += _rows([0, 1], groups=["8"] * 2, options=["Paris", "U.S."], answers=("U.S.",))
-    out = metrics.score_task("ReCoRD", rows, np.array([0.2, 0.1, 0.9, 0.3, 0.2]))
-    # Group 7 picks "the U.S." (F1 0, EM 0 vs "Paris"); group 8 picks "Paris" (0).
-    assert out == {"f1": 0.0, "em": 0.0}
-    out = metrics.score_task("ReCoRD", rows, np.array([0.9, 0.1, 0.2, 0.3, 0.8]))
-    assert out == {"f1": 1.0, "em": 1.0}
-    rows[4] = PairRow(("a",), ("b",), 1, "8", "the U.S. army", ("U.S.",))
-    out = metrics.score_task("ReCoRD", rows, np.array([0.9, 0.1, 0.2, 0.3, 0.8]))
-    assert out["em"] == 0.5 and out["f1"] == pytest.approx((1 + 2 * (1 / 2) * 1 / (1 / 2 + 1)) / 2)
 
 
 def test_significance_is_welch_per_task_and_paired_over_tasks():

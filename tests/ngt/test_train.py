@@ -7,11 +7,13 @@ import keras
 import numpy as np
 import pytest
 
+from nemot.data import superglue
+from nemot.data.superglue import PairRow, TaskData
 from nemot.ngt import cli
-from nemot.ngt.superglue import PairRow, TaskData
 from nemot.ngt.model import NGTModel
 from nemot.ngt.train import Experiment, TaskPlan, Variant, collect, compile_model, train_run
-from tests.ngt.helpers import make_vocab, tiny_backbone
+from tests.data.superglue_records import make_vocab
+from tests.ngt.helpers import tiny_backbone
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "ngt"
 
@@ -212,7 +214,7 @@ epochs = 1
 
 
 def test_the_data_source_reaches_the_superglue_reader(tmp_path, monkeypatch):
-    from nemot.ngt import superglue, train
+    from nemot.ngt import train
 
     raw = {"name": "x", "output_dir": str(tmp_path), "seeds": [0],
            "variants": {"v": {"gating": "no-gating-block"}}, "tasks": {"RTE": {"epochs": 1}},

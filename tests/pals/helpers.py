@@ -3,8 +3,8 @@ and a tiny random BERT written as a Hugging Face checkpoint."""
 
 import re
 
-from nemot.pals import synthetic
-from nemot.pals.synthetic import COLUMNS, FILES, SPECIAL, write_bert
+from nemot.data.synthetic import minbert as synthetic
+from nemot.data.synthetic.minbert import COLUMNS, FILES, SPECIAL, write_bert
 
 # A few rows as in the minBERT project's files (quoting included: Python's csv doubles
 # quotes inside a quoted field, as the published files do).

@@ -4,8 +4,9 @@ named errors for bad files; pair encoding."""
 import numpy as np
 import pytest
 
+from nemot.data import glue
 from nemot.data.format import DataError
-from nemot.pals import synthetic
+from nemot.data.synthetic import minbert as synthetic
 from nemot.pals.data import Encoder, load_tokenizer, read_file, read_rows
 from nemot.pals.model import build_pal_bert
 from tests.pals.helpers import (QUORA, SST, STS, all_texts, write_minbert, write_minbert_dir,
@@ -70,8 +71,6 @@ def test_glue_files_read_as_published(tmp_path):
 
 
 def test_glue_tasks_from_tfds_or_the_hub_go_through_the_glue_reader(tmp_path, monkeypatch):
-    from nemot.hypergrid import glue
-
     directory = write_glue(tmp_path)
     files = {task: read_rows(task, directory, "dev") for task in ("sst2", "qqp", "stsb")}
     read_task = glue.read_task

@@ -10,10 +10,10 @@ import keras
 import numpy as np
 import pytest
 
+from nemot.data.synthetic.minbert import FILES
 from nemot.modulation.pals import pal_parameters
 from nemot.pals import cli, experiment
 from nemot.pals.metrics import summary, task_metric
-from nemot.pals.synthetic import FILES
 from tests.pals.helpers import (QUORA, SST, STS, all_texts, write_hf_bert, write_minbert,
                                 write_minbert_dir, write_vocab)
 

@@ -1,4 +1,4 @@
-"""Annealed sampling as the PALs reproduction uses it (nemot.training.sampling with the
+"""Annealed sampling as the PALs reproduction uses it (nemot.data.sampling with the
 minBERT task sizes and the PALs batch stream), and a toy where annealing helps the small
 tasks."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nemot.pals.data import multitask_batches
-from nemot.training.sampling import TaskSampler
+from nemot.data.sampling import TaskSampler
 
 # Seed s.5.1: training examples of SST, Quora, STS.
 SIZES = {"sst": 8544, "quora": 141498, "sts": 6040}

@@ -1,5 +1,5 @@
-"""Tiny made-up files in the layouts the paper's data are distributed in (never copies
-of the real data): CIFAR-10's python pickles, the NAMES corpus, GLUE SST-2 tsv."""
+"""Tiny made-up files in the layouts CIFAR-10, NAMES and GLUE's SST-2 are distributed in
+(never copies of the real data): CIFAR-10's python pickles, the NAMES corpus, SST-2 tsv."""
 
 import pickle
 

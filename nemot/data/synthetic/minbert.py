@@ -1,4 +1,4 @@
-"""A synthetic stand-in for the seed's data and BERT, for runs without downloads.
+"""A synthetic stand-in for the PALs seed's data and BERT, for runs without downloads.
 
 :func:`write_synthetic` writes minBERT-format files (``ids-sst-*.csv``, ``quora-*.csv``,
 ``sts-*.csv``, ``ids-cfimdb-*.csv``; same columns and quoting as the published ones)

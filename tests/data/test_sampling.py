@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from nemot.training.sampling import BLOCK, TaskSampler, sampled_batches
+from nemot.data.sampling import BLOCK, TaskSampler, sampled_batches
 
 SIZES = {"sst": 8544, "quora": 141498, "sts": 6040}
 

@@ -2,13 +2,19 @@
 
 import pytest
 
+from nemot.data import glue
 from nemot.data.format import DataError
-from nemot.hypergrid import glue
-from tests.hypergrid.helpers import write_tsv
+from tests.data import benchmark_files
 
 MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
                "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
                "sentence2", "label1", "label2", "label3", "label4", "label5", "gold_label"]
+
+
+def write_tsv(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+    return path
 
 
 def mnli_row(i, premise, hypothesis, label):
@@ -104,3 +110,18 @@ def test_missing_files_and_unknown_tasks_are_named(tmp_path):
         glue.read_task("SST", tmp_path, "dev")
     with pytest.raises(ValueError, match=r"split 'train': expected one of \['dev'\]"):
         glue.read_task("MNLI-mm", tmp_path, "train")
+
+
+def test_sst2_files_as_distributed_and_a_test_file_named(tmp_path):
+    benchmark_files.sst2(tmp_path)
+    examples = glue.read_file("SST-2", tmp_path / "train.tsv")
+    assert [(e.fields["sentence"], e.label) for e in examples] == benchmark_files.SST2_TRAIN
+    with pytest.raises(DataError, match=r"test.tsv: line 1: field 'label': expected a header "
+                                        r"with columns \['sentence', 'label'\] \(GLUE's test "
+                                        r"files have no labels: use the dev file as the test "
+                                        r"set\), got \['index', 'sentence'\]"):
+        glue.read_file("SST-2", tmp_path / "test.tsv")
+    (tmp_path / "bad.tsv").write_text("sentence\tlabel\ngood film \t1\nbad film \tneg\n")
+    with pytest.raises(DataError, match=r"bad.tsv: line 3: field 'label': expected one of "
+                                        r"\['0', '1'\], got 'neg'"):
+        glue.read_file("SST-2", tmp_path / "bad.tsv")

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from nemot.ngt import superglue
-from nemot.ngt.superglue import PairEncoder, PairRow, SuperGLUEFormatError, read_task
-from tests.ngt.helpers import RECORDS, write_jsonl
+from nemot.data import DataError, superglue
+from nemot.data.superglue import PairEncoder, PairRow, read_task
+from tests.data.superglue_records import RECORDS, write_jsonl
 
 
 def _read(superglue_dir, task):
@@ -91,21 +91,24 @@ BAD = [
 @pytest.mark.parametrize("task, record, message", BAD)
 def test_bad_records_name_file_line_and_field(tmp_path, task, record, message):
     path = write_jsonl(tmp_path / task / "val.jsonl", [RECORDS[task][0], record])
-    with pytest.raises(SuperGLUEFormatError, match=message) as info:
+    with pytest.raises(DataError, match=message) as info:
         read_task(task, path)
-    assert f"{path}, line 2" in str(info.value)
+    assert f"{path}: line 2: " in str(info.value)
 
 
 def test_invalid_json_and_empty_files_are_named(tmp_path):
     path = tmp_path / "val.jsonl"
     path.write_text(json.dumps(RECORDS["RTE"][0]) + "\n\n{not json\n")
-    with pytest.raises(SuperGLUEFormatError, match=r"val.jsonl, line 3: not valid JSON"):
+    with pytest.raises(DataError, match=r"val.jsonl: line 3: field '\(line\)': expected one "
+                                        r"JSON object per line \(Expecting property name"):
         read_task("RTE", path)
     path.write_text("[1, 2]\n")
-    with pytest.raises(SuperGLUEFormatError, match=r"line 1: expected a JSON object"):
+    with pytest.raises(DataError, match=r"line 1: field '\(line\)': expected a JSON object, "
+                                        r"got 'list'"):
         read_task("RTE", path)
     path.write_text("\n")
-    with pytest.raises(SuperGLUEFormatError, match="no examples"):
+    with pytest.raises(DataError, match=r"val.jsonl: field '\(file\)': expected at least one "
+                                        r"jsonl record, got 'none'"):
         read_task("RTE", path)
     with pytest.raises(ValueError, match="task 'MNLI'"):
         read_task("MNLI", path)

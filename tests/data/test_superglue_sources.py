@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
+from nemot.data import superglue
 from nemot.data.format import DataError
-from nemot.ngt import superglue
-from nemot.ngt.superglue import SuperGLUEFormatError
-from tests.hypergrid.test_glue_sources import prepare_tfds
-from tests.ngt.helpers import RECORDS
+from tests.data.superglue_records import RECORDS
+from tests.data.test_glue_sources import prepare_tfds
 
 Text, Int = tfds.features.Text, np.int32
 FALSE_TRUE = ["False", "True"]
@@ -128,18 +127,18 @@ def test_record_candidates_come_in_tfds_order_with_each_gold_once(tfds_dirs):
 
 def test_tfds_errors_name_the_dataset_feature_and_row(tfds_dirs):
     tfds_dir, bad_dir = tfds_dirs
-    with pytest.raises(SuperGLUEFormatError, match=r"TFDS super_glue/multirc:1.0.2 \[validation"
-                                                   r"\] in .*bad, feature 'paragraph': expected "
-                                                   r"the features \['paragraph', 'question'"):
+    with pytest.raises(DataError, match=r"TFDS super_glue/multirc:1.0.2 \[validation\] in "
+                                        r".*bad: field 'paragraph': expected the features "
+                                        r"\['paragraph', 'question'"):
         superglue.load_task("MultiRC", "val", bad_dir, source="tfds")
-    with pytest.raises(SuperGLUEFormatError, match=r"super_glue/cb:1.0.2 .*feature 'label': "
-                                                   r"expected the class names \['entailment', "
-                                                   r"'contradiction', 'neutral'\], got "
-                                                   r"\['contradiction', 'neutral', 'entailment'\]"):
+    with pytest.raises(DataError, match=r"super_glue/cb:1.0.2 .*field 'label': expected the "
+                                        r"class names \['entailment', 'contradiction', "
+                                        r"'neutral'\], got \['contradiction', 'neutral', "
+                                        r"'entailment'\]"):
         superglue.load_task("CB", "val", bad_dir, source="tfds")
-    with pytest.raises(SuperGLUEFormatError, match=r"super_glue/rte:1.0.2 \[test\] .*row 1, field "
-                                                   r"'label': expected a labelled row \(TFDS marks"
-                                                   r" the unlabelled test rows -1\), got -1"):
+    with pytest.raises(DataError, match=r"super_glue/rte:1.0.2 \[test\] .*: row 1: field "
+                                        r"'label': expected a labelled row \(TFDS marks the "
+                                        r"unlabelled test rows -1\), got -1"):
         superglue.load_task("RTE", "test", tfds_dir, source="tfds")
     with pytest.raises(DataError, match=r"super_glue/wsc/1.0.2: .*found nothing"):
         superglue.load_task("WSC", "val", bad_dir, source="tfds")

@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
+from nemot.data import glue
 from nemot.data.format import DataError
 from nemot.data.tfds_rows import tfds_rows
-from nemot.hypergrid import glue
-from tests.hypergrid.helpers import write_tsv
-from tests.hypergrid.test_glue import MNLI_HEADER, mnli_row
+from tests.data.test_glue import MNLI_HEADER, mnli_row, write_tsv
 
 # Rows as the files write them: (texts under T5's names, the label column's value).
 ROWS = {

@@ -1,5 +1,5 @@
-"""GLUE readers: the official tsv files, as the GLUE download distributes them, and the
-same data from TensorFlow Datasets (``glue/<config>``) or the Hugging Face hub
+"""GLUE readers (SST-2 included): the official tsv files, as the GLUE download distributes
+them, and the same data from TensorFlow Datasets (``glue/<config>``) or the Hugging Face hub
 (``nyu-mll/glue``).
 
 One declarative spec per task: the file's header columns (CoLA's train and dev files
@@ -8,7 +8,7 @@ names T5's text-to-text format uses, and the label column with its values in cla
 order (TFDS's order, so class k is T5's k-th label word). Files are read with tabs
 and no quoting (sentences contain stray quote marks). MNLI's dev split is two files,
 ``dev_matched.tsv`` and ``dev_mismatched.tsv`` (tasks ``MNLI`` and ``MNLI-mm`` here);
-WNLI is readable but not co-trained (the paper, after T5).
+WNLI is readable but not in :data:`TASKS` (T5 and HyperGrid leave it out).
 
 TFDS and the hub hold the same rows under T5's field names (the two were built from
 the same files by the same recipe): one row per data line with its ``idx`` (its row
@@ -98,7 +98,8 @@ SPECS = {
     "WNLI": GlueTask({"sentence1": "sentence1", "sentence2": "sentence2"}, "label", BINARY,
                      config="wnli", names=("not_entailment", "entailment")),
 }
-# The tasks the paper co-trains (WNLI left out, as T5 did); MNLI-mm is MNLI's second dev file.
+# The tasks T5 (and HyperGrid after it) trains and averages: WNLI is left out; MNLI-mm is
+# MNLI's second dev file.
 TASKS = ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI", "QNLI", "RTE")
 STS_RANGE = (0.0, 5.0)
 
@@ -165,7 +166,11 @@ def read_file(task, path):
         needed = [*spec.fields.values(), spec.label]
         missing = [c for c in needed if header is None or c not in header]
         if missing:
-            raise DataError(path, 1, missing[0], f"a header with columns {needed}", got=header)
+            # A GLUE test.tsv has every column but the label: there are no public test labels.
+            hint = " (GLUE's test files have no labels: use the dev file as the test set)" \
+                if missing == [spec.label] else ""
+            raise DataError(path, 1, missing[0], f"a header with columns {needed}{hint}",
+                            got=header)
     columns = {**spec.fields, "label": spec.label}
     examples = []
     for line, row in rows:

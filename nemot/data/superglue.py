@@ -1,6 +1,7 @@
-"""SuperGLUE readers for NGT: official jsonl files to ``[CLS] A [SEP] B [SEP]`` rows.
+"""SuperGLUE readers: official jsonl files to ``[CLS] A [SEP] B [SEP]`` rows (NGT's
+layout; HyperGrid's text-to-text form is built from the same rows).
 
-Notes section 2. Each task is one small declarative reader: a function from
+Each task is one small declarative reader: a function from
 one jsonl record to the rows it yields. Multiple-choice tasks (COPA, MultiRC,
 ReCoRD) give one row per option with a 0/1 target; the rows of a question
 share a ``group`` and the highest-scoring row wins. ReCoRD rows keep their
@@ -12,7 +13,9 @@ Files: ``<dir>/<Task>/{train,val}.jsonl`` as in the official SuperGLUE zip;
 :func:`hub_records` fetches the same records from the Hugging Face hub (needs
 the network and the ``datasets`` package; not tested offline) and
 :func:`tfds_records` reads them from a prepared TensorFlow Datasets ``super_glue``
-(``load_task(..., source="tfds")``).
+(``load_task(..., source="tfds")``). Every malformed record is a
+:class:`nemot.data.DataError` naming the file (or dataset), the line (or row), the field
+and what was expected.
 
 Example:
 >>> data = read_task("RTE", "SuperGLUE/RTE/val.jsonl")        # doctest: +SKIP
@@ -21,19 +24,16 @@ Example:
 """
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
 
-from nemot.errors import UserError
+from nemot.data.format import DataError
+from nemot.data.readers.common import hub_rows, iter_jsonl
+from nemot.data.tfds_rows import tfds_rows
 
 TASKS = ("BoolQ", "CB", "COPA", "MultiRC", "ReCoRD", "RTE", "WiC", "WSC")
 CB_LABELS = ("contradiction", "neutral", "entailment")  # the original's one-hot order
-
-
-class SuperGLUEFormatError(UserError, ValueError):
-    """A record that does not match the official SuperGLUE layout."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,16 +73,16 @@ class _Record:
         self.data, self.source, self.line = data, source, line
 
     def error(self, field, expected, value):
-        return SuperGLUEFormatError(
-            f"{self.source}, line {self.line}, field {field!r}: expected {expected}, got {value!r}"
-        )
+        return DataError(self.source, self.line, field, expected, got=value)
 
     def get(self, field, kind, node=None, where=None):
-        """``field`` of the record (or of ``node``, a sub-object at path ``where``), checked against ``kind``."""
+        """``field`` of the record (or of ``node``, a sub-object at path ``where``), checked
+        against ``kind``."""
         node = self.data if node is None else node
         path = field if where is None else f"{where}.{field}"
         if not isinstance(node, dict) or field not in node:
-            raise self.error(path, f"a {kind.__name__ if isinstance(kind, type) else kind}", "<missing>")
+            kind_name = kind.__name__ if isinstance(kind, type) else kind
+            raise self.error(path, f"a {kind_name}", "<missing>")
         value = node[field]
         if isinstance(kind, tuple):  # a set of allowed values
             if value not in kind:
@@ -92,40 +92,44 @@ class _Record:
         return value
 
 
+def _one(r, text_a, text_b, label):
+    """The one row of a single-answer task: its group is the record's ``idx``."""
+    return [PairRow(text_a, text_b, label, str(r.get("idx", int)))]
+
+
 def _boolq(r):
     label = r.get("label", bool)
-    return [PairRow((r.get("passage", str),), (r.get("question", str),), int(label), str(r.get("idx", int)))]
+    return _one(r, (r.get("passage", str),), (r.get("question", str),), int(label))
 
 
 def _cb(r):
     label = CB_LABELS.index(r.get("label", CB_LABELS))
-    return [PairRow((r.get("premise", str),), (r.get("hypothesis", str),), label, str(r.get("idx", int)))]
+    return _one(r, (r.get("premise", str),), (r.get("hypothesis", str),), label)
 
 
 def _rte(r):
     label = int(r.get("label", ("entailment", "not_entailment")) == "entailment")
-    return [PairRow((r.get("premise", str),), (r.get("hypothesis", str),), label, str(r.get("idx", int)))]
+    return _one(r, (r.get("premise", str),), (r.get("hypothesis", str),), label)
 
 
 def _wic(r):
     # Span offsets (start1, end1, ...) are ignored, as in the original.
     text_a = (r.get("sentence1", str), r.get("sentence2", str))
-    return [PairRow(text_a, (r.get("word", str),), int(r.get("label", bool)), str(r.get("idx", int)))]
+    return _one(r, text_a, (r.get("word", str),), int(r.get("label", bool)))
 
 
 def _wsc(r):
     target = r.get("target", dict)
-    text_b = (r.get("span1_text", str, target, "target"), r.get("span2_text", str, target, "target"))
-    return [PairRow((r.get("text", str),), text_b, int(r.get("label", bool)), str(r.get("idx", int)))]
+    text_b = (r.get("span1_text", str, target, "target"),
+              r.get("span2_text", str, target, "target"))
+    return _one(r, (r.get("text", str),), text_b, int(r.get("label", bool)))
 
 
 def _copa(r):
     premise, question = r.get("premise", str), r.get("question", ("cause", "effect"))
     label, group = r.get("label", (0, 1)), str(r.get("idx", int))
-    return [
-        PairRow((premise,), (question, r.get(f"choice{j + 1}", str)), int(label == j), group, str(j))
-        for j in range(2)
-    ]
+    return [PairRow((premise,), (question, r.get(f"choice{j + 1}", str)), int(label == j),
+                    group, str(j)) for j in range(2)]
 
 
 def _multirc(r):
@@ -158,7 +162,8 @@ def _record(r):
         where = f"passage.entities[{ei}]"
         start, end = r.get("start", int, e, where), r.get("end", int, e, where)
         if not 0 <= start <= end < len(text):
-            raise r.error(where, f"0 <= start <= end < {len(text)} (end is inclusive)", (start, end))
+            raise r.error(where, f"0 <= start <= end < {len(text)} (end is inclusive)",
+                          (start, end))
         candidate = text[start : end + 1]
         if candidate not in candidates:
             candidates.append(candidate)
@@ -166,12 +171,12 @@ def _record(r):
     for qi, qa in enumerate(r.get("qas", list)):
         where = f"qas[{qi}]"
         query, group = r.get("query", str, qa, where), str(r.get("idx", int, qa, where))
-        answers = tuple(
-            r.get("text", str, a, f"{where}.answers[{ai}]") for ai, a in enumerate(r.get("answers", list, qa, where))
-        )
+        answers = tuple(r.get("text", str, a, f"{where}.answers[{ai}]")
+                        for ai, a in enumerate(r.get("answers", list, qa, where)))
         if not answers:
             raise r.error(f"{where}.answers", "at least one gold answer", [])
-        rows.extend(PairRow((text,), (query, c), int(c in answers), group, c, answers) for c in candidates)
+        rows.extend(PairRow((text,), (query, c), int(c in answers), group, c, answers)
+                    for c in candidates)
     return rows
 
 
@@ -197,29 +202,16 @@ def records_to_rows(task, records, source):
     _check_task(task)
     rows = []
     for line, record in records:
-        if not isinstance(record, dict):
-            raise SuperGLUEFormatError(f"{source}, line {line}: expected a JSON object, got {record!r:.60}")
         rows.extend(READERS[task](_Record(record, source, line)))
     if not rows:
-        raise SuperGLUEFormatError(f"{source}: no examples (expected at least one jsonl record)")
+        raise DataError(source, None, "(file)", "at least one jsonl record", got="none")
     return TaskData(task, str(source), rows)
 
 
 def read_task(task, path):
     """Read one official SuperGLUE jsonl file (train or val: labels are required)."""
-    path = Path(path)
-
-    def records():
-        with open(path, encoding="utf-8") as f:
-            for line, text in enumerate(f, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    yield line, json.loads(text)
-                except json.JSONDecodeError as e:
-                    raise SuperGLUEFormatError(f"{path}, line {line}: not valid JSON ({e.msg})") from None
-
-    return records_to_rows(task, records(), path)
+    _check_task(task)
+    return records_to_rows(task, iter_jsonl(Path(path)), path)
 
 
 def task_path(data_dir, task, split):
@@ -240,10 +232,8 @@ def hub_records(task, split):
     cover :func:`hub_to_official`. ``split`` is ``train`` or ``val``.
     """
     _check_task(task)
-    import datasets  # lazily: optional, online-only dependency
-
     hub_split = {"val": "validation"}.get(split, split)
-    return hub_to_official(task, datasets.load_dataset("aps/super_glue", _HUB_CONFIG[task], split=hub_split))
+    return hub_to_official(task, hub_rows("aps/super_glue", _HUB_CONFIG[task], hub_split))
 
 
 # Hub rows that differ from the official records only field by field.
@@ -264,7 +254,8 @@ _HUB_CONVERT = {
 
 
 def hub_to_official(task, hub_rows):
-    """Hub rows (``super_glue`` schema) to (index, official record) pairs for :func:`records_to_rows`.
+    """Hub rows (``super_glue`` schema) to (index, official record) pairs for
+    :func:`records_to_rows`.
 
     The hub flattens MultiRC to one row per answer and ReCoRD to one row per
     query, and stores labels as integers; this rebuilds the official nesting.
@@ -283,7 +274,8 @@ def _hub_multirc(data):
     passages = {}
     for x in data:
         p = passages.setdefault(x["idx"]["paragraph"], {"text": x["paragraph"], "questions": {}})
-        q = p["questions"].setdefault(x["idx"]["question"], {"question": x["question"], "answers": []})
+        q = p["questions"].setdefault(x["idx"]["question"],
+                                      {"question": x["question"], "answers": []})
         q["answers"].append({"text": x["answer"], "idx": x["idx"]["answer"], "label": x["label"]})
     for pidx, p in passages.items():
         questions = [{**q, "idx": qidx} for qidx, q in p["questions"].items()]
@@ -296,10 +288,13 @@ def _hub_record(data):
         spans = x["entity_spans"]
         # Hub spans end exclusively; the official layout is inclusive.
         entities = [{"start": s, "end": e - 1} for s, e in zip(spans["start"], spans["end"])]
-        p = passages.setdefault(x["idx"]["passage"], {"text": x["passage"], "entities": entities, "qas": []})
-        p["qas"].append({"query": x["query"], "idx": x["idx"]["query"], "answers": [{"text": a} for a in x["answers"]]})
+        p = passages.setdefault(x["idx"]["passage"],
+                                {"text": x["passage"], "entities": entities, "qas": []})
+        p["qas"].append({"query": x["query"], "idx": x["idx"]["query"],
+                         "answers": [{"text": a} for a in x["answers"]]})
     for pidx, p in passages.items():
-        yield {"idx": pidx, "passage": {"text": p["text"], "entities": p["entities"]}, "qas": p["qas"]}
+        yield {"idx": pidx, "passage": {"text": p["text"], "entities": p["entities"]},
+               "qas": p["qas"]}
 
 
 # ---------------------------------------------------------------- TFDS
@@ -356,8 +351,7 @@ def _tfds_record_spans(row, source, number):
     starts = [row["passage"].find(entity) for entity in row["entities"]]
     if -1 in starts:
         entity = row["entities"][starts.index(-1)]
-        raise SuperGLUEFormatError(f"{source}, row {number}, field 'entities': expected "
-                                   f"strings of the passage, got {entity!r}")
+        raise DataError(source, f"row {number}", "entities", "strings of the passage", got=entity)
     ends = [start + len(entity) for start, entity in zip(starts, row["entities"])]
     return {**row, "entity_spans": {"text": row["entities"], "start": starts, "end": ends}}
 
@@ -369,32 +363,29 @@ def tfds_records(task, split, data_dir):
     Rows are put back in the files' order (TFDS shuffles them when it prepares a split)
     and rebuilt as :func:`hub_to_official` rebuilds the hub's. A missing feature, other
     label classes and an unlabelled row (-1, TFDS's test rows) are
-    :class:`SuperGLUEFormatError` s. ReCoRD: TFDS keeps each entity and gold answer once,
+    :class:`nemot.data.DataError` s. ReCoRD: TFDS keeps each entity and gold answer once,
     sorted, so a question's candidates come in that order and its golds once each.
     """
-    from nemot.data.tfds_rows import tfds_rows
-
     _check_task(task)
     features, rows = tfds_rows(_tfds_name(task), data_dir, _tfds_split(split))
     source = _tfds_source(task, split, data_dir)
     names = _feature_names(features)
     missing = [name for name in _TFDS_FEATURES[task] if name not in names]
     if missing:
-        raise SuperGLUEFormatError(f"{source}, feature {missing[0]!r}: expected the features "
-                                   f"{list(_TFDS_FEATURES[task])} of {task}, got {names}")
+        raise DataError(source, None, missing[0],
+                        f"the features {list(_TFDS_FEATURES[task])} of {task}", got=names)
     if task != "ReCoRD":
         expected = list(_TFDS_LABELS.get(task, ("False", "True")))
         if list(features["label"].names) != expected:
-            raise SuperGLUEFormatError(f"{source}, feature 'label': expected the class names "
-                                       f"{expected}, got {list(features['label'].names)}")
+            raise DataError(source, None, "label", f"the class names {expected}",
+                            got=list(features["label"].names))
     keys = {"MultiRC": ("paragraph", "question", "answer"), "ReCoRD": ("passage", "query")}
     rows = sorted(rows, key=lambda r: tuple(r["idx"][k] for k in keys[task])
                   if task in keys else r["idx"])
     for number, row in enumerate(rows, start=1):
         if row.get("label") == -1:
-            raise SuperGLUEFormatError(f"{source}, row {number}, field 'label': expected a "
-                                       "labelled row (TFDS marks the unlabelled test rows -1), "
-                                       "got -1")
+            raise DataError(source, f"row {number}", "label",
+                            "a labelled row (TFDS marks the unlabelled test rows -1)", got=-1)
     if task == "ReCoRD":
         rows = [_tfds_record_spans(row, source, n) for n, row in enumerate(rows, start=1)]
     return hub_to_official(task, rows)
@@ -459,10 +450,12 @@ def prediction_records(task, rows, probabilities):
     if len(p) != len(rows):
         raise ValueError(f"{len(rows)} rows but {len(p)} predictions: expected one per row")
     if task == "CB":
-        return [{"idx": int(r.group), "label": CB_LABELS[int(np.argmax(q))]} for r, q in zip(rows, p)]
+        return [{"idx": int(r.group), "label": CB_LABELS[int(np.argmax(q))]}
+                for r, q in zip(rows, p)]
     p = p.reshape(len(rows))
     if task in ("BoolQ", "RTE", "WiC", "WSC"):
-        return [{"idx": int(r.group), "label": _label_value(task, q > 0.5)} for r, q in zip(rows, p)]
+        return [{"idx": int(r.group), "label": _label_value(task, q > 0.5)}
+                for r, q in zip(rows, p)]
     groups = group_indices(rows)
     if task in ("COPA", "ReCoRD"):
         best = {g: rows[idx[int(np.argmax(p[idx]))]] for g, idx in groups.items()}

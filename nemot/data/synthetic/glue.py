@@ -1,6 +1,6 @@
 """A synthetic GLUE + SuperGLUE in the official file layouts, with a SentencePiece
-model: the whole pipeline (readers, text-to-text, mixing, training, scoring) runs on
-it without the real data (tests, smoke runs; ``nemot hypergrid synthetic``).
+model: HyperGrid's whole pipeline (readers, text-to-text, mixing, training, scoring)
+runs on it without the real data (tests, smoke runs; ``nemot hypergrid synthetic``).
 
 Sentences are drawn from a few dozen words; each task labels them by a simple rule
 (e.g. CoLA: acceptable iff the sentence has "good"; RTE: entailment iff the
@@ -8,7 +8,7 @@ hypothesis's first word is in the premise), so a small model can learn them. The
 numbers it gives say that the code trains, nothing about the paper's.
 
 Example:
-    >>> write_benchmark("synthetic", train_size=64, dev_size=16)
+    >>> write_benchmark("synthetic", train_size=64, dev_size=16)             # doctest: +SKIP
     >>> # synthetic/glue/<Task>/{train,dev}.tsv, synthetic/superglue/<Task>/{train,val}.jsonl,
     >>> # synthetic/spiece.model
 """
@@ -111,8 +111,9 @@ def _superglue_record(task, rng, i):
     if task == "MultiRC":
         answers = [{"text": w, "idx": 3 * i + k, "label": int(w in _words(a))}
                    for k, w in enumerate(rng.choice(WORDS, size=3, replace=False))]
-        return {"idx": i, "version": 1.1, "passage": {"text": f"<b>Sent 1: </b>{a}<br>", "questions": [
-            {"question": b, "idx": i, "answers": answers}]}}
+        questions = [{"question": b, "idx": i, "answers": answers}]
+        return {"idx": i, "version": 1.1,
+                "passage": {"text": f"<b>Sent 1: </b>{a}<br>", "questions": questions}}
     # ReCoRD: the answer is the entity right after "by" in the passage.
     ents = list(rng.choice(WORDS[:16], size=3, replace=False))
     text = f"{ents[0]} and {ents[1]} by {ents[2]}.\n@highlight\n{a}"
