@@ -8,7 +8,7 @@ import pytest
 
 from nemot.hypergrid import data, synthetic
 from nemot.hypergrid.data import IGNORE, Mixture, TokenizedTask, _ids, model_batch
-from nemot.hypergrid.t5 import load_tokenizer
+from nemot.models.t5 import load_tokenizer
 
 
 def toy_mixture(sizes, cap=None, seed=0):
