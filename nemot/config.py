@@ -1,4 +1,4 @@
-"""NeMoT model configuration: a frozen dataclass with named presets (SPEC.md section 2)."""
+"""NeMoT model configuration: a frozen dataclass with named presets (docs/spec.md section 2)."""
 
 import dataclasses
 import json
@@ -27,7 +27,7 @@ class NeMoTConfig:
     layers, A parallel output blocks of Z layers each.
 
     Args:
-        vocab_size: rows of every embedding and head (50,313, SPEC.md s.1).
+        vocab_size: rows of every embedding and head (50,313, docs/spec.md §1).
         max_text_length: text positions n (768 in the thesis; input is 3 + n).
         max_position_embeddings: rows of the learned position table (GPT-2: 1024).
         d_model, num_heads, d_ff: layer width, heads and feed-forward width.
@@ -36,7 +36,7 @@ class NeMoTConfig:
             probabilities: GPT-2's 0.1 (``attn_pdrop``; the original code's
             ``TFGPT2Model`` applied it in training).
         attention_dropout: dropout on the attention probabilities of the NM and
-            output sets (0: the original code's own layers had none, SPEC.md s.2.7).
+            output sets (0: the original code's own layers had none, docs/spec.md §2.7).
         layer_norm_epsilon: epsilon of every LayerNorm.
         num_vanilla_layers: Y, pre-LN GPT-2 layers.
         num_nm_layers: M, pre-LN neuromodulatory layers.
@@ -50,7 +50,7 @@ class NeMoTConfig:
             the word embedding.
         vanilla_head: build the vanilla-set auxiliary head (loss L3).
         nm_dropout_before_sigmoid: dropout on the NM output before the sigmoid
-            (original code; SPEC.md s.9).
+            (original code; docs/spec.md §9).
         exact_gelu: erf GELU in the NM and output sets (original code); the
             vanilla set always uses GPT-2's tanh approximation.
         kernel_l2: L2 regulariser on every Dense kernel (thesis text says 0.01;

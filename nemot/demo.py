@@ -1,4 +1,6 @@
-"""The embedded default run (``make demo``): offline, a few minutes on a CPU.
+"""The embedded default run (``make demo``): offline, on a CPU.
+
+About a quarter of an hour on 2 idle CPU cores; the README quotes a measured run.
 
 1. Builds a small C4-format corpus (``c4-train.*.json.gz`` / ``c4-validation.*``,
    one ``{"text": ...}`` per line) from real English text every Python carries:
@@ -11,25 +13,28 @@
 4. Evaluates the ♠ model (``keras.models.load_model``) on held-out questions and
    prints a results table and where the checkpoints and logs are.
 
+It says which phase it is in (``[2/4] pre-training ...``) and how long each took, and
+writes everything it printed, with the phase times and the machine, to
+``<out>/summary.json``.
+
 ``python -m nemot.demo [--out DIR] [--fast]``; ``--fast`` (or ``NEMOT_DEMO_FAST=1``)
 uses tiny sizes, for the test suite. The output directory (default
 ``checkpoints/demo``) is emptied first, so every demo run starts afresh.
 """
 
 import argparse
+import datetime
 import gzip
 import json
 import math
 import os
+import platform
 import shutil
 import sys
 import time
 from pathlib import Path
 
-# Measured on the shared 2-core machine: 4 + 7 epochs took 13 min (load ~4) and reached
-# perplexity 50,811 -> 399 and 98.5% test accuracy; 3 + 4 epochs took 6.5 min (load ~2)
-# and 84.5% validation accuracy; the default, 3 + 5, took 4.9 min (perplexity 50,811 -> 470,
-# 93.5% test accuracy).
+# The sizes of the default run; the README quotes its measured outcome and time.
 FULL = dict(n=64, pretrain_batch=8, pretrain_epochs=3, pretrain_steps=100, finetune_epochs=5,
             finetune_steps=100, finetune_batch=32, examples=2000, test_examples=200)
 FAST = dict(n=32, pretrain_batch=4, pretrain_epochs=2, pretrain_steps=15, finetune_epochs=2,
@@ -99,19 +104,28 @@ def pretrain(out, corpus, sizes):
     return result, initial, final
 
 
-def finetune(out, init_from, sizes):
-    """Fine-tune on the synthetic multiple-choice task; returns ``(result, test accuracy)``."""
-    import keras
+# The synthetic multiple-choice task's text length and its three splits' seeds.
+TASK_LENGTH = 16
+SPLIT_SEEDS = {"train": 1, "dev": 2, "test": 3}
 
+
+def task_examples(split, sizes):
+    """Formatted synthetic multiple-choice questions of ``split`` (task token ``lm``)."""
     from nemot.data import Formatter, Tokenizer
-    from nemot.training import run_config, synthetic, trainer
+    from nemot.training import synthetic
 
-    n = 16
-    tokenizer = Tokenizer()
-    fmt = Formatter(tokenizer, max_text_length=n, task_token="lm")
-    train = fmt.format_batch(synthetic.choice_examples(sizes["examples"], seed=1))
-    dev = fmt.format_batch(synthetic.choice_examples(sizes["test_examples"], seed=2))
-    test = fmt.format_batch(synthetic.choice_examples(sizes["test_examples"], seed=3))
+    count = sizes["examples"] if split == "train" else sizes["test_examples"]
+    fmt = Formatter(Tokenizer(), max_text_length=TASK_LENGTH, task_token="lm")
+    return fmt.format_batch(synthetic.choice_examples(count, seed=SPLIT_SEEDS[split]))
+
+
+def finetune(out, init_from, sizes):
+    """Fine-tune on the synthetic multiple-choice task; returns the training result."""
+    from nemot.data import Tokenizer
+    from nemot.training import run_config, trainer
+
+    n = TASK_LENGTH
+    train, dev = task_examples("train", sizes), task_examples("dev", sizes)
     cfg = run_config.run_config_from_dict({
         "name": "demo-finetune", "kind": "finetune", "seed": 0,
         "model": dict(_model_table(sizes), max_text_length=n),
@@ -122,13 +136,52 @@ def finetune(out, init_from, sizes):
         "schedule": {"type": "constant", "rate": 1e-3}}, source="nemot.demo")
     source = trainer.examples_source(train, batch_size=cfg.train.batch_size, max_text_length=n,
                                      validation_examples=dev, eval_set=dev, metric="accuracy",
-                                     label_mode=True, tokenizer=tokenizer, jit_compile=False)
-    result = trainer.train(cfg, out_dir=out, source=source,
-                           task_tokens={"synthetic_choice": "lm"})
-    best = keras.models.load_model(Path(out) / "model_best_metric.keras")
-    accuracy = trainer.score_examples(best, test, "accuracy", label_mode=True,
-                                      tokenizer=tokenizer, jit_compile=False)
-    return result, accuracy
+                                     label_mode=True, tokenizer=Tokenizer(), jit_compile=False)
+    return trainer.train(cfg, out_dir=out, source=source, task_tokens={"synthetic_choice": "lm"})
+
+
+def evaluate(model_path, sizes):
+    """Test accuracy of the saved model at ``model_path`` (label mode, as the thesis)."""
+    import keras
+
+    from nemot.evaluation.scoring import score_examples
+
+    best = keras.models.load_model(model_path)
+    return score_examples(best, task_examples("test", sizes), "accuracy", label_mode=True,
+                          jit_compile=False)
+
+
+class Phases:
+    """Prints ``[i/4] what ...`` as each phase starts and keeps its duration."""
+
+    NAMES = ("corpus", "pre-training", "fine-tuning", "evaluation")
+
+    def __init__(self):
+        self.started = time.time()
+        self.seconds = {}
+        self._current = None
+
+    def start(self, name, detail=""):
+        self.stop()
+        self._current = (name, time.time())
+        print(f"[{self.NAMES.index(name) + 1}/{len(self.NAMES)}] {name}{detail}", flush=True)
+
+    def stop(self):
+        if self._current is not None:
+            name, since = self._current
+            self.seconds[name] = round(time.time() - since, 1)
+            print(f"      {name} took {self.seconds[name]:.0f} s", flush=True)
+            self._current = None
+
+    def total(self):
+        return round(time.time() - self.started, 1)
+
+
+def machine():
+    """Where the demo ran: the timing depends on it (and on what else was running)."""
+    return {"platform": platform.platform(), "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "load_average_at_start": [round(x, 1) for x in os.getloadavg()]}
 
 
 def main(argv=None):
@@ -140,12 +193,22 @@ def main(argv=None):
     sizes = FAST if args.fast else FULL
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
-    started = time.time()
+    where = machine()
+    phases = Phases()
     corpus = out / "corpus"
+    phases.start("corpus", f": C4-format files from pydoc_data.topics in {corpus}")
     files = write_c4_corpus(corpus, corpus_texts())
-    print(f"corpus: {len(files)} C4-format files from pydoc_data.topics in {corpus}")
+    print(f"      {len(files)} files")
+    steps = sizes["pretrain_epochs"] * sizes["pretrain_steps"]
+    phases.start("pre-training", f": a small NeMoT on the corpus, {steps} steps, loss L1")
     pre, initial, final = pretrain(out / "pretrain", corpus, sizes)
-    fine, accuracy = finetune(out / "finetune", out / "pretrain" / "model_last.keras", sizes)
+    steps = sizes["finetune_epochs"] * sizes["finetune_steps"]
+    phases.start("fine-tuning", f": the synthetic multiple-choice task, {steps} steps, "
+                                "L1 + 0.2 L2 + 0.5 L3")
+    fine = finetune(out / "finetune", out / "pretrain" / "model_last.keras", sizes)
+    phases.start("evaluation", ": the ♠ model on held-out questions")
+    accuracy = evaluate(out / "finetune" / "model_best_metric.keras", sizes)
+    phases.stop()
     rows = [
         ("pre-training steps", f"{pre.step}"),
         ("validation perplexity, untrained", f"{initial:.1f}"),
@@ -163,10 +226,14 @@ def main(argv=None):
           "(model_last.keras, model_best_loss.keras, model_best_metric.keras, train_state/)")
     print(f"results CSV: {out / 'finetune' / 'results.csv'}; TensorBoard: "
           f"tensorboard --logdir {out}")
-    print(f"total time {time.time() - started:.0f} s")
+    total = phases.total()
+    print(f"total time {total:.0f} s (" + ", ".join(
+        f"{name} {seconds:.0f} s" for name, seconds in phases.seconds.items()) + ")")
     summary = {"initial_perplexity": initial, "final_perplexity": final,
                "test_accuracy": accuracy, "best": fine.best, "pretrain_steps": pre.step,
-               "finetune_steps": fine.step}
+               "finetune_steps": fine.step, "fast": args.fast, "seconds": phases.seconds,
+               "total_seconds": total, "machine": where,
+               "date": datetime.date.today().isoformat()}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0
 

@@ -1,5 +1,5 @@
 """The contract every part of nemot shares: token ids, the auxiliary-token layout and
-the part-of-speech categories (SPEC.md sections 1 and 7).
+the part-of-speech categories (docs/spec.md sections 1 and 7).
 
 Layers, models and data all read these names from here and nowhere else; this module
 imports nothing from nemot.
@@ -83,7 +83,7 @@ def task_token_id(block_name):
     if token not in ADDED_TOKEN_IDS:
         raise ValueError(
             f"output block {block_name!r} has no task token {token!r} in the "
-            f"NeMoT vocabulary (SPEC.md section 1)"
+            f"NeMoT vocabulary (docs/spec.md section 1)"
         )
     return ADDED_TOKEN_IDS[token]
 

@@ -20,6 +20,13 @@ def test_demo_fast_mode(tmp_path, capsys):
     assert summary["pretrain_steps"] == 30 and summary["finetune_steps"] == 20
     printed = capsys.readouterr().out
     assert "validation perplexity, pre-trained" in printed and str(out / "finetune") in printed
+    # It says which phase it is in, in order, and how long each took.
+    starts = [printed.index(f"[{i}/4] {name}") for i, name in enumerate(demo.Phases.NAMES, 1)]
+    assert starts == sorted(starts)
+    assert list(summary["seconds"]) == list(demo.Phases.NAMES)
+    assert sum(summary["seconds"].values()) <= summary["total_seconds"]
+    assert f"total time {summary['total_seconds']:.0f} s" in printed
+    assert summary["fast"] is True and summary["machine"]["cpus"] >= 1
     corpus = sorted(p.name for p in (out / "corpus").iterdir())
     assert "c4-validation.00000-of-00008.json.gz" in corpus
     assert sum(name.startswith("c4-train.") for name in corpus) == 4

@@ -5,12 +5,17 @@ in the repository) with ``NEMOT_FAST=1`` (tiny sizes). The kernel is this test's
 interpreter: a kernel spec written to a temporary directory names ``sys.executable``, so a
 fresh clone with only ``pip install -e .[test]`` needs no ``ipykernel install``. Every
 notebook writes ``walkthrough_NN/summary.json`` and its figures; the tests check what the
-notebook claims (the loss went down, the figures exist, ...), not only that it ran. The
-committed notebooks must carry no outputs.
+notebook claims (the loss went down, the figures exist, ...), not only that it ran, and
+that no cell printed a warning (e.g. tqdm's "IProgress not found" without ipywidgets, or
+Keras' ignored ``shuffle=True``). The committed notebooks must carry no outputs; what they
+write is ignored by git; ``pip install 'nemot[notebooks]'`` installs what runs them.
 """
 
+import configparser
 import json
 import math
+import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,7 +26,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
 NAMES = ("01_architecture", "02_pretraining_c4", "03_finetune_qa", "04_general_training",
          "05_generation_and_gates")
 # Per notebook; they take 30-90 s on two busy CPU cores.
@@ -51,6 +57,11 @@ def run_notebook(name, workdir, monkeypatch):
     start = time.monotonic()
     client.execute()
     seconds = time.monotonic() - start
+    printed = [(index, output.get("text", "")) for index, cell in enumerate(notebook.cells)
+               for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
+    warned = [(index, line) for index, text in printed for line in text.splitlines()
+              if re.search(r"\w+Warning\b", line)]
+    assert not warned, f"{name}: cells printed warnings {warned}"
     number = name.split("_")[0]
     out = workdir / f"walkthrough_{number}"
     summary = json.loads((out / "summary.json").read_text())
@@ -70,6 +81,25 @@ def test_committed_notebook_has_no_outputs(name):
         assert cell.outputs == [] and cell.execution_count is None, f"code cell {index}"
     assert notebook.metadata["kernelspec"]["name"] == "python3"
     assert any("NEMOT_FAST" in cell.source for cell in code), "fast mode switch missing"
+
+
+def test_walkthrough_outputs_are_ignored_by_git():
+    # Run from notebooks/ (jupyter lab notebooks/), a notebook writes walkthrough_NN/ there.
+    paths = [f"notebooks/walkthrough_{name.split('_')[0]}/summary.json" for name in NAMES]
+    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=REPO, capture_output=True,
+                             text=True, check=False).stdout.split()
+    assert ignored == paths
+
+
+def test_the_notebooks_extra_installs_what_runs_them():
+    extras = configparser.ConfigParser()
+    extras.read(REPO / "setup.cfg")
+    pins = dict(line.split("==") for line in
+                extras["options.extras_require"]["notebooks"].split())
+    # A front end, the kernel, the executor this test uses, tqdm's notebook bars.
+    assert {"jupyterlab", "ipykernel", "nbclient", "nbformat", "ipywidgets"} <= set(pins)
+    assert all(re.fullmatch(r"\d+(\.\d+)+", version) for version in pins.values()), pins
+    assert "pip install 'nemot[notebooks]'" in (NOTEBOOKS / "README.md").read_text()
 
 
 def test_01_architecture(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """NeMoT data: the tokenizer, the unified text-to-text QA format, one reader per
-dataset and the dataset registry (SPEC.md sections 1, 3 and 4).
+dataset and the dataset registry (docs/spec.md sections 1, 3 and 4).
 
 Example:
     >>> from nemot.data import Formatter, Tokenizer, load_examples

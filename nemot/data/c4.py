@@ -1,4 +1,4 @@
-"""The C4 pre-training stream as plain numpy (SPEC.md §4); :func:`nemot.data.pipelines.c4_dataset`
+"""The C4 pre-training stream as plain numpy (docs/spec.md §4); :func:`nemot.data.pipelines.c4_dataset`
 wraps it in ``tf.data``.
 
 The stream is a pure function of ``(seed, position)``, built in this order:

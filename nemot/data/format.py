@@ -1,4 +1,4 @@
-"""The unified text-to-text QA format and its targets (thesis §3.3.1, SPEC.md sections 3-4).
+"""The unified text-to-text QA format and its targets (thesis §3.3.1, docs/spec.md sections 3-4).
 
 One :class:`QAExample` type for every dataset and one :class:`Formatter` that
 turns it into model inputs::
@@ -140,7 +140,7 @@ class QAExample:
 
 
 def expand_answers(examples, one_per_epoch=False):
-    """One training example per gold answer (SPEC.md §4), ids ``{id}#{k}``.
+    """One training example per gold answer (docs/spec.md §4), ids ``{id}#{k}``.
 
     A multi-part answer is one answer (one example, its parts joined). With
     ``one_per_epoch`` the examples of a question share ``group`` = the question's id,

@@ -1,4 +1,4 @@
-"""tf.data pipelines: the C4 pre-training stream and QA training (SPEC.md §4-5).
+"""tf.data pipelines: the C4 pre-training stream and QA training (docs/spec.md §4-5).
 
 Every training dataset yields batches ``(x, y)`` with static shapes (XLA)::
 
@@ -164,7 +164,7 @@ def c4_dataset(data_dir, *, batch_size, max_text_length=MAX_TEXT_LENGTH, seed=0,
                pack=False, strict=False, file_order="random", shuffle_buffer=8192, tokenizer=None,
                split="train", input_context=None, cycle_length=4, window_index="default",
                source="files", tfds_name=c4.TFDS_NAME):
-    """The C4 pre-training stream (SPEC.md §4): every row ``[<cls>, <dec>, <lm>]`` + a window.
+    """The C4 pre-training stream (docs/spec.md §4): every row ``[<cls>, <dec>, <lm>]`` + a window.
 
     Args:
         data_dir: raw HF ``c4/en`` files (``*.json.gz``) or ``python -m data_prep c4`` shards;

@@ -1,4 +1,4 @@
-"""Dataset names -> reader, task token, splits and metric (SPEC.md section 4).
+"""Dataset names -> reader, task token, splits and metric (docs/spec.md section 4).
 
 Example:
     >>> from nemot.data import registry
@@ -35,7 +35,7 @@ class DatasetInfo:
         validation: the dataset's own name of its validation split (``dev``, ``valid``),
             what ``dev``/``valid``/``validation`` resolve to; None when it has none.
         train_answers: ``"all"``: every gold answer is a training example in every
-            epoch (SQuAD, SPEC.md §4); ``"one"``: one answer per question and epoch,
+            epoch (SQuAD, docs/spec.md §4); ``"one"``: one answer per question and epoch,
             drawn at random (NarrativeQA, "answer1 or answer2").
         extra_metrics: metrics reported beside ``metric`` (DROP: the official ``drop_f1``
             beside the thesis' ROUGE-L).
@@ -159,7 +159,7 @@ def load_examples(name, split, data_dir=None, expand=None, **options):
         split: one of the dataset's ``splits``, or a validation alias (:func:`resolve_split`).
         data_dir: directory with the raw files (the archive's top folder or the folder
             holding it); None loads from the hub (needs ``datasets`` and the network).
-        expand: training examples per gold answer (SPEC.md §4; see ``train_answers``);
+        expand: training examples per gold answer (docs/spec.md §4; see ``train_answers``);
             default: ``split == "train"`` (any training split).
         **options: reader options, e.g. ``collapse_spaces=True`` for the LM sets.
     """

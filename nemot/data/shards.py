@@ -2,7 +2,7 @@
 (``python -m data_prep``) and read by the pipelines. Plain numpy ``.npz``, no pickles.
 
 **QA shards**: ``{out}/{dataset}-{split}-{k:05d}-of-{n:05d}.npz``, examples in reader
-order, formatted by :class:`nemot.data.Formatter` (SPEC.md §3-4). Ragged lists are
+order, formatted by :class:`nemot.data.Formatter` (docs/spec.md §3-4). Ragged lists are
 stored flat with offsets: example ``i`` of array ``x`` is
 ``x[x_offsets[i]:x_offsets[i + 1]]``.
 
@@ -27,7 +27,7 @@ array              dtype   content
 **C4 shards**: one per input file, ``{out}/c4-train.XXXXX-of-01024.npz`` with ``ids``
 (uint16, every document's GPT-2 token ids concatenated; all ids are < 50,257) and
 ``offsets`` (int64 ``[D + 1]``): document ``d`` is ``ids[offsets[d]:offsets[d + 1]]``.
-No BOS/EOS, no padding; the pipeline cuts 768-token windows (SPEC.md §4).
+No BOS/EOS, no padding; the pipeline cuts 768-token windows (docs/spec.md §4).
 
 A shard file exists only once complete (written to ``*.tmp.npz`` and renamed), so a
 rerun skips finished shards and readers never see a partial one.

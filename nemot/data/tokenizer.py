@@ -1,4 +1,4 @@
-"""GPT-2 byte-level BPE plus the 55 NeMoT added tokens (SPEC.md section 1).
+"""GPT-2 byte-level BPE plus the 55 NeMoT added tokens (docs/spec.md section 1).
 
 The base vocabulary is GPT-2's 50,257 tokens; the added tokens keep the fixed
 ids of :data:`nemot.vocab.ADDED_TOKEN_IDS` and the vocabulary size is 50,313

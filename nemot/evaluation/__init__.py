@@ -1,4 +1,4 @@
-"""Evaluation: metrics on strings, sliding-window perplexity, reports and plots (SPEC.md sections 4, 6, 8)."""
+"""Evaluation: metrics on strings, sliding-window perplexity, reports and plots (docs/spec.md sections 4, 6, 8)."""
 
 from nemot.evaluation import metrics, thesis_numbers
 from nemot.evaluation.perplexity import PerplexityResult, perplexity, sliding_windows

@@ -1,4 +1,4 @@
-"""Decoding (SPEC.md section 6): cached generation, label-mode and scored multiple choice.
+"""Decoding (docs/spec.md section 6): cached generation, label-mode and scored multiple choice.
 
 Decoding lives here for every model (NeMoT, the GPT-2 baseline, ...). Three ways
 to turn a model into answers:

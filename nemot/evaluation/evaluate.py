@@ -33,7 +33,9 @@ in context or alone as its config says (``compat_tag_words_alone``). It answers
 multiple choice in label or score mode; generation and perplexity refuse it.
 
 Writes ``<dataset>_<split>_predictions.jsonl``, ``_metrics.json`` and
-``_report.md`` into ``--out`` (``nemot.evaluation.report.write_report``). ROUGE-L
+``_report.md`` into ``--out`` (``nemot.evaluation.report.write_report``), and prints
+the report's table (our scores in the thesis' units beside its rows, with the number
+of questions scored), then one JSON line of the scores as fractions. ROUGE-L
 datasets (NarrativeQA, DROP) are scored twice: nemot's default ``rouge_l``
 and ``rouge_l_thesis``, the implementation whose numbers the thesis printed.
 
@@ -274,9 +276,12 @@ def main(args):
         if value is not None and value < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive int, got {value}")
     run = run_defaults(args.checkpoint)
-    if run:
+    # Only what the run decides: a flag given on the command line wins over its key.
+    flags = {"task_token": args.task_token, "mode": args.mode, "mqa_mode": args.mc_mode}
+    taken = {key: value for key, value in run.items() if flags[key] is None}
+    if taken:
         print(f"nemot evaluate: defaults from {Path(args.checkpoint).parent / RUN_CONFIG}: "
-              + ", ".join(f"{key} = {value}" for key, value in run.items()), file=sys.stderr)
+              + ", ".join(f"{key} = {value}" for key, value in taken.items()), file=sys.stderr)
     model = load_checkpoint(args.checkpoint)
     if args.task_token is None and "task_token" in run:
         task_token = _block_of(model, run["task_token"],
@@ -304,6 +309,7 @@ def main(args):
                              batch_size=args.batch_size, task_token=task_token,
                              model_name=model_name)
         summary = {w: r.perplexity for w, r in result["results"].items()}
+        print(result["report"].read_text(encoding="utf-8"))
         print(json.dumps({"dataset": args.dataset, "perplexity": summary}))
         return result
     result = evaluate_qa(model, items, args.dataset, args.split, out, task_token,
@@ -312,6 +318,8 @@ def main(args):
                          mc_mode=args.mc_mode or run.get("mqa_mode", "label"),
                          score_reduction=args.score_reduction, sampler=args.sampler,
                          model_name=model_name, mode=mode, answer_room=args.answer_room)
+    print(result["report"].read_text(encoding="utf-8"))
     print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": info.metric,
-                      "scores": result["scores"], "report": str(result["report"])}))
+                      "num_questions": len(items), "scores": result["scores"],
+                      "report": str(result["report"])}))
     return result

@@ -1,4 +1,4 @@
-"""Question-answering metrics on strings (SPEC.md section 6).
+"""Question-answering metrics on strings (docs/spec.md section 6).
 
 Every per-question metric takes one ``prediction`` (a string) and ``golds`` (a
 string or a list of acceptable strings) and returns a float in [0, 1], the best

@@ -1,4 +1,4 @@
-"""Sliding-window perplexity for the zero-shot LM evaluation (SPEC.md section 4; thesis Table 3.1).
+"""Sliding-window perplexity for the zero-shot LM evaluation (docs/spec.md section 4; thesis Table 3.1).
 
 Which tokens are scored: the original code's protocol (its WikiText/PTB/LAMBADA
 loaders and ``loss_function_window_size``). A document of L BPE ids is cut into
@@ -112,7 +112,7 @@ def _aux_ids(aux_tokens):
     ids = []
     for token in aux_tokens:
         if token not in vocab.ADDED_TOKEN_IDS:
-            raise ValueError(f"auxiliary token {token!r} is not an added NeMoT token (SPEC.md section 1)")
+            raise ValueError(f"auxiliary token {token!r} is not an added NeMoT token (docs/spec.md section 1)")
         ids.append(vocab.ADDED_TOKEN_IDS[token])
     return ids
 

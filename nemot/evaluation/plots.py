@@ -11,7 +11,7 @@ Extra columns are allowed and ignored. ♣ marks the epoch of the lowest
 validation loss, ♠ the epoch of the best validation metric (thesis §3.5.2).
 
 Gate maps show where and how strongly the neuromodulatory set opens the gate:
-for each task token, the mean gate value (eq. 3.13, sigmoid of the NM output)
+for each task token, the mean gate value (eq. 3.12, sigmoid of the NM output)
 per text position and per group of ``d_model / G`` consecutive features.
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects (Agg canvas) and

@@ -150,7 +150,8 @@ def report_metrics(metric, dataset=None, split=None, table=None):
     return names
 
 
-def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)", epoch=None, table=None):
+def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)", epoch=None, table=None,
+                  num_questions=None):
     """Markdown table: our ``scores`` (fractions) then the thesis rows for the same cells.
 
     Args:
@@ -161,6 +162,7 @@ def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)",
         model_name: label of our row.
         epoch: our epoch, shown as ``(ep#)`` like the thesis.
         table: ``"3.4"``, ``"3.7"``, ``"3.8"`` or ``None`` for the rows of every table.
+        num_questions: questions behind our row, said under the table.
 
     Thesis rows are shown in the column group of the metric they were computed with.
     """
@@ -174,13 +176,18 @@ def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)",
     rows += [[f"{r.model} (thesis Table {r.table})"] + _score_cells({r.metric: r.scores}, columns, r.epoch)
              for r in thesis_rows]
     name = f"{DATASET_TITLES.get(dataset, dataset)}-{split}"
+    units = "; ".join(METRIC_TITLES[m] + (" in percent" if metrics.DISPLAY_SCALE[m] == 100
+                                          else " as a fraction") for m in names)
+    scored = "" if num_questions is None else f"{model_name}: {num_questions} questions scored. "
+    footer = f"\n{scored}{units}, as in the thesis.\n"
     if len(names) == 1:
         header = ["Model"] + [SUBSET_TITLES.get(subset, subset) for _, subset in columns]
-        return f"### {name} ({METRIC_TITLES[names[0]]})\n\n" + _markdown_table(header, rows) + "\n"
+        return (f"### {name} ({METRIC_TITLES[names[0]]})\n\n" + _markdown_table(header, rows) + "\n"
+                + footer)
     header = ["Model"] + [METRIC_TITLES[m] + ("" if subset == "total" else f" {SUBSET_TITLES.get(subset, subset)}")
                           for m, subset in columns]
     notes = "".join(f"- {METRIC_TITLES[m]}: {METRIC_NOTES[m]}.\n" for m in names if m in METRIC_NOTES)
-    return f"### {name}\n\n" + _markdown_table(header, rows) + "\n\n" + notes
+    return f"### {name}\n\n" + _markdown_table(header, rows) + "\n" + footer + "\n" + notes
 
 
 def write_jsonl(path, rows):
@@ -266,7 +273,8 @@ def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (th
         "display_scale": metrics.DISPLAY_SCALE[primary], "metrics": names,
         "scores_by_metric": by_metric, "thesis": thesis,
     }
-    markdown = results_table(dataset, split, names, by_metric, model_name, epoch, table)
+    markdown = results_table(dataset, split, names, by_metric, model_name, epoch, table,
+                             num_questions=results[primary]["num_questions"])
     if training_log is not None:
         paths["curves"] = out_dir / f"{prefix}_curves.png"
         club, spade = plots.plot_training_curves(

@@ -1,4 +1,4 @@
-"""Decode, then score: the one path from formatted examples to a metric (SPEC.md section 6).
+"""Decode, then score: the one path from formatted examples to a metric (docs/spec.md section 6).
 
 ``nemot evaluate`` (:mod:`nemot.evaluation.evaluate`) and the validation metric
 of training both go through :func:`decode_predictions`, so a model is scored the

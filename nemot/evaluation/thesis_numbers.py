@@ -1,4 +1,4 @@
-"""The thesis' own numbers (SPEC.md section 8), as data, printed beside ours in reports.
+"""The thesis' own numbers (docs/spec.md section 8), as data, printed beside ours in reports.
 
 Values are exactly as printed in the thesis: accuracy in percent (60.02), F1 and
 ROUGE-L as fractions (0.6729), perplexity as is. Dataset keys are the names

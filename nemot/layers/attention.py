@@ -19,7 +19,7 @@ class MultiHeadAttention(keras.layers.Layer):
     written here rather than reused because NeMoT needs two things the Keras
     and KerasHub layers do not offer: no dropout on attention probabilities by
     default (as the original code), and the original code's bug of projecting
-    values with the key weights (``values_use_key_weights``, SPEC.md section 9),
+    values with the key weights (``values_use_key_weights``, docs/spec.md section 9),
     in which case no W_V exists.
 
     Two implementations of the same function (equal to 1e-5 in float32, tested):

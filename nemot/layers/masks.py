@@ -1,4 +1,4 @@
-"""Attention masks of thesis Figure 3.2 (SPEC.md section 2). True = may attend.
+"""Attention masks of thesis Figure 3.2 (docs/spec.md section 2). True = may attend.
 
 For ``a`` auxiliary tokens followed by text:
 

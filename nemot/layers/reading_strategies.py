@@ -1,4 +1,4 @@
-"""Reading strategies of NeMoT (thesis §3.4.3, Table 3.10; SPEC.md section 7).
+"""Reading strategies of NeMoT (thesis §3.4.3, Table 3.10; docs/spec.md section 7).
 
 - :class:`AnswerOptionInteraction` (AOI, eq. 3.15) on the answer options of
   each example, the span from ``(1)`` up to ``<sep>``.

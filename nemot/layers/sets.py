@@ -115,7 +115,7 @@ def sinusoidal_encoding(positions, d_model):
 
 @keras.saving.register_keras_serializable(package="nemot")
 class VanillaSet(_ConfiguredLayer):
-    """The vanilla set: GPT-2's embeddings, Y pre-LN layers and final LayerNorm.
+    """The vanilla set (thesis eq. 3.11): GPT-2's embeddings, Y pre-LN layers, final LayerNorm.
 
     Input is text ids only (no auxiliary tokens); positions 0..n-1 of the text.
     Called on ids alone it uses the ``<dec>`` rule (causal, padding masked).
@@ -133,12 +133,12 @@ class VanillaSet(_ConfiguredLayer):
         self.token_embedding = keras.layers.Embedding(cfg.vocab_size, cfg.d_model,
                                                       name="token_embedding",
                                                       dtype=self.dtype_policy)
-        self.token_embedding.build(None)
+        self.token_embedding.build((None, None))
         if cfg.position_encoding == "learned":
             self.position_embedding = keras.layers.Embedding(
                 cfg.max_position_embeddings, cfg.d_model, name="position_embedding",
                 dtype=self.dtype_policy)
-            self.position_embedding.build(None)
+            self.position_embedding.build((None,))
         # GPT-2 itself always had W_V: the original code's missing value
         # projection was in its own NM and output layers only (thesis counts).
         self.transformer_layers = self._stack("vanilla", cfg.num_vanilla_layers, True,
@@ -178,10 +178,10 @@ class VanillaSet(_ConfiguredLayer):
 
 @keras.saving.register_keras_serializable(package="nemot")
 class NeuromodulatorySet(_ConfiguredLayer):
-    """The neuromodulatory set: M pre-LN layers over [aux embeddings ; vanilla output].
+    """The neuromodulatory set (eq. 3.12): M pre-LN layers over [aux embeddings ; vanilla output].
 
     No final LayerNorm. Its output becomes the gates in :class:`nemot.modulation.Gate`
-    (dropout, then sigmoid: thesis eqs. 3.7-3.8).
+    (dropout, then sigmoid: thesis eqs. 3.12 and 3.14).
     """
 
     def build(self, input_shape=None):
@@ -200,7 +200,7 @@ class NeuromodulatorySet(_ConfiguredLayer):
 
 @keras.saving.register_keras_serializable(package="nemot")
 class OutputBlock(_ConfiguredLayer):
-    """One output block: Z post-LN layers, dropout, final LayerNorm (exact GELU).
+    """One output block (eq. 3.13): Z post-LN layers, dropout, final LayerNorm (exact GELU).
 
     Its dropout seed comes from the output set (``dropout_seed=``), drawn outside the
     routing branch; the block owns no generator.
@@ -233,7 +233,7 @@ class OutputBlock(_ConfiguredLayer):
 
 @keras.saving.register_keras_serializable(package="nemot")
 class OutputSet(_ConfiguredLayer):
-    """A parallel output blocks, one per task token (thesis s.3.2, eqs. 3.9-3.13).
+    """A parallel output blocks, one per task token (thesis §3.4.1, eq. 3.13).
 
     Routing is per example by the task token; a block runs (under ``ops.cond``, on
     TensorFlow and JAX alike) only when some example of the batch selects it, so blocks

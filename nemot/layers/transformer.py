@@ -15,9 +15,10 @@ ACTIVATIONS = ("gelu_tanh", "gelu")
 class TransformerLayer(keras.layers.Layer):
     """Multi-head self-attention and a feed-forward network, each with a residual.
 
-    - ``normalize_first=True`` (pre-LN, GPT-2): ``a = x + Drop(MHA(LN1(x)))``, then
+    - ``normalize_first=True`` (pre-LN, GPT-2, thesis eqs. 3.5, 3.7, 3.9):
+      ``a = x + Drop(MHA(LN1(x)))``, then
       ``a + Drop(FFN(LN2(a))) + P(LN1(x))``.
-    - ``normalize_first=False`` (post-LN, the output blocks, thesis eqs. 3.9-3.12, BERT):
+    - ``normalize_first=False`` (post-LN, the output blocks, eqs. 3.6, 3.8, 3.10, BERT):
       ``a = LN1(x + Drop(MHA(x)))``, then ``LN2(a + Drop(FFN(a)) + P(x))``.
 
     ``P`` is the sum of the hosted ``parallel`` modulations (none by default); an

@@ -1,4 +1,4 @@
-"""The GPT-2 baseline of the thesis (SPEC.md section 5): GPT-2 plus a new head."""
+"""The GPT-2 baseline of the thesis (docs/spec.md section 5): GPT-2 plus a new head."""
 
 import keras
 from keras import ops
@@ -6,6 +6,7 @@ from keras import ops
 from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.layers.sets import VanillaSet
+from nemot.models.conventions import DatasetFitMixin, PresetMixin
 from nemot.models.gpt2 import GPT2_SIZES, config_from_gpt2, load_vanilla_set
 from nemot.models.losses import CombinedLossMixin, NeMoTLoss
 from nemot.models.nemot import as_config, text_masks
@@ -14,7 +15,8 @@ from nemot.modulation.base import HostsModulations
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class GPT2Baseline(CombinedLossMixin, HostsModulations, keras.Model):
+class GPT2Baseline(PresetMixin, DatasetFitMixin, CombinedLossMixin, HostsModulations,
+                   keras.Model):
     """GPT-2 and a new randomly initialised ``Dense(vocab_size)`` head.
 
     Takes the same input as NeMoT, ``{"token_ids": int [batch, 3 + n]}``; the
@@ -97,6 +99,11 @@ class GPT2Baseline(CombinedLossMixin, HostsModulations, keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+    @staticmethod
+    def config_for_preset(name):
+        """The config a preset name stands for (``from_preset``): :func:`baseline_config`."""
+        return baseline_config(name)
 
 
 def baseline_config(name="gpt2_medium"):

@@ -1,5 +1,5 @@
 """GPT-2 checkpoints and the vanilla set: initialising it from GPT-2 and exporting it
-back (SPEC.md section 2; the GPT-2 baseline model is :mod:`nemot.models.baseline`).
+back (docs/spec.md section 2; the GPT-2 baseline model is :mod:`nemot.models.baseline`).
 
 Loading goes through KerasHub: ``keras_hub.models.GPT2Backbone.from_preset``
 reads a KerasHub preset name (``gpt2_base_en``, ``gpt2_medium_en``; online), a
@@ -10,7 +10,7 @@ layout is the same (``nemot.layers.transformer`` names its sub-layers after
 KerasHub's ``TransformerDecoder``). Export builds a ``GPT2Backbone`` from the
 vanilla set and writes it with KerasHub's Hugging Face exporter.
 
-The vocabulary is resized to 50,313 rows (SPEC.md section 1): the
+The vocabulary is resized to 50,313 rows (docs/spec.md section 1): the
 checkpoint's 50,257 rows are copied and the new rows drawn from a truncated
 normal with standard deviation 0.02.
 
@@ -75,10 +75,10 @@ def _hf_sizes(source, hf):
     from keras_hub.src.utils.transformers import convert_gpt2
 
     config_file = os.path.join(source, "config.json")
-    n_embd = hf["n_embd"]
-    if hf.get("n_inner") not in (None, 4 * n_embd):
-        raise ValueError(f"{config_file}: field n_inner={hf['n_inner']}; expected null or "
-                         f"4 * n_embd = {4 * n_embd} (GPT-2's feed-forward width)")
+    n_inner = hf.get("n_inner")
+    if n_inner is not None and not (isinstance(n_inner, int) and n_inner > 0):
+        raise ValueError(f"{config_file}: field n_inner={n_inner!r}; expected null (GPT-2's "
+                         "4 * n_embd) or a positive feed-forward width")
     activation = hf.get("activation_function", "gelu_new")
     if activation not in TANH_GELU_NAMES:
         raise ValueError(f"{config_file}: field activation_function={activation!r}; the "
@@ -89,7 +89,11 @@ def _hf_sizes(source, hf):
         raise FileNotFoundError(
             f"{source}: no model.safetensors (or model.safetensors.index.json); only "
             "safetensors weights are read (convert a pytorch_model.bin with safetensors)")
-    return convert_gpt2.convert_backbone_config(hf), hf.get("layer_norm_epsilon", 1e-5)
+    kwargs = convert_gpt2.convert_backbone_config(hf)
+    # KerasHub's converter assumes 4 * n_embd; Hugging Face's n_inner (written by
+    # export_vanilla_set for any d_ff) is the feed-forward width when set.
+    kwargs["intermediate_dim"] = n_inner or kwargs["intermediate_dim"]
+    return kwargs, hf.get("layer_norm_epsilon", 1e-5)
 
 
 def gpt2_sizes(source):
@@ -207,12 +211,12 @@ def load_gpt2_backbone(source):
     """KerasHub's ``GPT2Backbone`` with the checkpoint's weights (any supported source)."""
     from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
 
-    _, source = _preset_loader(source)
-    return GPT2Backbone.from_preset(source)
+    sizes = gpt2_sizes(source)
+    return GPT2Backbone.from_preset(str(source), intermediate_dim=sizes["d_ff"])
 
 
 def load_vanilla_set(model, source, seed=None):
-    """Initialise ``model.vanilla_set`` from GPT-2 weights (SPEC.md section 2, item 1).
+    """Initialise ``model.vanilla_set`` from GPT-2 weights (docs/spec.md §2.1).
 
     Works for any model with ``config`` and ``vanilla_set`` (NeMoT, the GPT-2
     baseline). The checkpoint's word-embedding rows are copied; the rows it
@@ -251,7 +255,9 @@ def export_vanilla_set(model, out_dir):
 
     ``config.json`` + ``model.safetensors`` (``GPT2LMHeadModel`` key names,
     head tied to ``wte``), vocabulary rows 0..50256 only: the added tokens
-    are NeMoT's own. Loadable by ``load_vanilla_set``, KerasHub and
+    are NeMoT's own. ``n_inner`` carries ``d_ff``, so a vanilla set whose
+    feed-forward width is not GPT-2's ``4 * d_model`` (the ``tiny`` preset) loads
+    back. Loadable by ``load_vanilla_set``, KerasHub and
     ``transformers``.
 
     Args:

@@ -1,4 +1,4 @@
-"""The combined NeMoT loss, thesis eqs. 3.16/3.17 (SPEC.md section 3).
+"""The combined NeMoT loss, thesis eqs. 3.16/3.17 (docs/spec.md section 3).
 
 ``L = w1 * L1(logits) + w2 * L2(logits) + w3 * L3(vanilla_logits)`` with
 w = (1, 0.2, 0.5) by default:

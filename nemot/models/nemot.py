@@ -3,12 +3,13 @@
 Reading order of ``NeMoT.forward`` (``call`` and cached decoding both run it)::
 
     aux, text   = token_ids[:, :3], token_ids[:, 3:]      # [<cls>, <mode>, <task>] + text
-    v           = vanilla_set(text)                      # GPT-2, eqs. 3.1-3.5
+    v           = vanilla_set(text)                      # GPT-2, eq. 3.11
     v           = reading_strategies(v, text, pos_tags)  # optional, thesis s.3.4.3 (or after
                                                          # the embeddings); vanilla head: raw v
-    nm          = neuromodulatory_set([aux_emb ; v])     # eq. 3.6
+    nm          = neuromodulatory_set([aux_emb ; v])     # eq. 3.12
     gates, x    = gate(nm, v)                            # sigmoid(Drop(nm)), x = gates[:, 3:] * v
-    y           = output_set[task](x)                    # eqs. 3.9-3.13, per example
+                                                         # (eqs. 3.12, 3.14)
+    y           = output_set[task](x)                    # eq. 3.13, per example
     logits      = head(y); vanilla_logits = vanilla_head(v)   # eq. 3.14
 
 Per-layer modulations named in the config (PALs, HyperGrid, modulated activations:
@@ -27,6 +28,7 @@ from nemot.config import NeMoTConfig
 from nemot.layers.masks import mask_from_positions
 from nemot.layers.reading_strategies import ReadingStrategies
 from nemot.layers.sets import NeuromodulatorySet, OutputSet, VanillaSet
+from nemot.models.conventions import DatasetFitMixin, PresetMixin
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.losses import CombinedLossMixin
 from nemot.models.routing import BlockUpdateGuard
@@ -74,7 +76,7 @@ def text_masks(text_valid, is_enc, query_start, query_length, num_aux, with_aux)
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
+class NeMoT(PresetMixin, DatasetFitMixin, CombinedLossMixin, HostsModulations, keras.Model):
     """The NeMoT model: vanilla set, neuromodulatory set, gate, output set, heads.
 
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first,
@@ -89,6 +91,10 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
     ``compile(optimizer, loss=nemot.NeMoTLoss(...))`` sets other weights. An output
     block that no example of a training batch selects is not updated, its optimizer
     slots included (:mod:`nemot.models.routing`).
+
+    Saving: ``model.save("m.keras")`` (one file, :func:`nemot.load_model`), or KerasHub's
+    preset directory with the tokenizer: ``model.save_to_preset(dir)``,
+    ``NeMoT.from_preset(dir)`` (:mod:`nemot.models.conventions`).
 
     Args:
         config: a ``NeMoTConfig`` (or its dict).
@@ -132,7 +138,7 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
         if cfg.reading_strategies:
             self.reading_strategies.build((None, None, cfg.d_model))
         if cfg.aux_embedding == "separate":
-            self.aux_embedding.build(None)
+            self.aux_embedding.build((None, vocab.NUM_AUX))
         self.neuromodulatory_set.build(None)
         self.output_set.build(None)
         self.head.build((None, None, cfg.d_model))
@@ -344,6 +350,11 @@ class NeMoT(CombinedLossMixin, HostsModulations, keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+    @staticmethod
+    def config_for_preset(name):
+        """The ``NeMoTConfig`` a preset name stands for (``from_preset``)."""
+        return NeMoTConfig.preset(name)
 
 
 def build_model(config, gpt2=None, return_gates=False):

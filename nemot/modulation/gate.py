@@ -1,4 +1,4 @@
-"""NeMoT's gate (thesis eqs. 3.7-3.8): the neuromodulatory output becomes sigmoid gates
+"""NeMoT's gate (thesis eqs. 3.12 and 3.14): the neuromodulatory output becomes sigmoid gates
 that scale every vanilla-set activation."""
 
 import keras
@@ -17,7 +17,7 @@ class Gate(keras.layers.Layer):
     Args:
         dropout: rate of the dropout on the neuromodulatory output.
         dropout_before_sigmoid: apply that dropout before the sigmoid (the original
-            code, SPEC.md section 9); False applies none.
+            code, docs/spec.md section 9); False applies none.
 
     Example:
         >>> gate = Gate(dropout=0.1)

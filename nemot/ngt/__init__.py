@@ -1,6 +1,6 @@
 """The Neuromodulation Gated Transformer (NGT): BERT with a gating block, on SuperGLUE.
 
-The thesis' successor (ICLR 2023 Tiny Paper; notes in shared/reference/ngt.md):
+The thesis' successor (ICLR 2023 Tiny Paper):
 ``model`` (the three variants), ``superglue`` (readers and pair encoding),
 ``metrics`` (SuperGLUE scores, the paper's aggregation, significance),
 ``train`` (experiments from ``configs/ngt/*.toml``) and ``cli`` (``nemot ngt``).

@@ -1,9 +1,8 @@
 """The Neuromodulation Gated Transformer (NGT): BERT with a gating block after layer k.
 
-Paper: "Neuromodulation Gated Transformer" (ICLR 2023 Tiny Paper); notes in
-shared/reference/ngt.md section 1. A block of ``n`` BERT-shaped layers reads
-the output ``h`` of BERT layer ``k`` (counted from 1) and gives ``g``; layer
-``k + 1`` then receives
+Paper: "Neuromodulation Gated Transformer" (ICLR 2023 Tiny Paper). A block of ``n``
+BERT-shaped layers reads the output ``h`` of BERT layer ``k`` (counted from 1) and gives
+``g``; layer ``k + 1`` then receives
 
 - ``sigmoid(g) * h`` (``neuromodulated-gating``, the NGT),
 - ``g`` (``non-neuromodulated-gating``: ``n`` extra layers in series), or

@@ -61,6 +61,15 @@ def pal_spec(pals, where="pals"):
                           options=options)
 
 
+class _PositionEmbedding(keras_hub.layers.PositionEmbedding):
+    """KerasHub's layer, whose ``build`` and ``compute_output_shape`` name their argument
+    differently (``inputs_shape``/``input_shape``): ``model.summary()`` calls the latter
+    with the former's name."""
+
+    def compute_output_shape(self, inputs_shape):
+        return super().compute_output_shape(inputs_shape)
+
+
 @keras.saving.register_keras_serializable(package="nemot.pals")
 class PALBert(keras.Model):
     """BERT, PALs in chosen layers, and one head per task.
@@ -108,7 +117,7 @@ class PALBert(keras.Model):
 
         self.token_embedding = keras.layers.Embedding(vocabulary_size, d, init,
                                                       name="token_embedding")
-        self.position_embedding = keras_hub.layers.PositionEmbedding(
+        self.position_embedding = _PositionEmbedding(
             max_sequence_length, initializer=init, name="position_embedding")
         self.segment_embedding = keras.layers.Embedding(num_segments, d, init,
                                                         name="segment_embedding")
@@ -133,9 +142,9 @@ class PALBert(keras.Model):
 
     def build(self, input_shape=None):
         d = self.sizes["hidden_dim"]
-        self.token_embedding.build(None)
+        self.token_embedding.build((None, None))
         self.position_embedding.build((None, None, d))
-        self.segment_embedding.build(None)
+        self.segment_embedding.build((None, None))
         self.embeddings_layer_norm.build((None, None, d))
         for layer in self.transformer_layers:
             layer.build((None, None, d))

@@ -56,7 +56,7 @@ class TrainConfig:
         decode_jit_compile: XLA-compile the validation decoding loop.
         init_blocks_from_lm: general training: copy the ``lm`` output block into
             ``mqa``/``gqa`` (thesis §3.5.3); False = leave them random, as the
-            original code did by accident (SPEC.md section 9).
+            original code did by accident (docs/spec.md section 9).
         init_from: a saved model (``.keras``, e.g. a pre-training run's
             ``model_last.keras``) whose weights start this run, matched by name.
         optimizer: ``adam`` (the thesis: Adam with Keras defaults) or ``sgd``

@@ -1,4 +1,4 @@
-"""Learning-rate schedules of the thesis runs (SPEC.md section 5)."""
+"""Learning-rate schedules of the thesis runs (docs/spec.md section 5)."""
 
 import math
 

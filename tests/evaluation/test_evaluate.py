@@ -54,10 +54,17 @@ def read_outputs(out, prefix):
     return records, summary, (out / f"{prefix}_report.md").read_text()
 
 
-def test_race_label_mode(checkpoint, model, raw, tok, tmp_path):
+def test_race_label_mode(checkpoint, model, raw, tok, tmp_path, capsys):
     run("--checkpoint", checkpoint, "--dataset", "race", "--split", "dev",
         "--data-dir", raw["race"], "--out", tmp_path, "--batch-size", 3)
     records, summary, report = read_outputs(tmp_path, "race_dev")
+    # The terminal shows the table: our accuracy in percent beside the thesis' percent,
+    # and how many questions were scored; then the scores as one JSON line.
+    printed = capsys.readouterr().out
+    ours = f"| NeMoT (model_best_metric.keras) | {100 * summary['scores']['total']:#.4g} |"
+    assert report in printed and ours in printed
+    assert "NeMoT (model_best_metric.keras): 4 questions scored. Accuracy in percent" in printed
+    assert json.loads(printed.strip().splitlines()[-1])["num_questions"] == 4
     examples = registry.load_examples("race", "dev", raw["race"])
     assert [r["id"] for r in records] == [e.id for e in examples] and len(records) == 4
     assert {r["subset"] for r in records} == {"middle", "high"}
@@ -268,8 +275,13 @@ def test_a_checkpoint_in_a_run_directory_takes_the_runs_settings(model, raw, tok
                                   mc_mode="generate")
     assert (recorder.first_input[:, 2] == nemot.vocab.task_token_id("lm")).all()
     assert records == read_predictions(direct["predictions"])
-    # Flags override the run's settings.
+    # Flags override the run's settings, and only what the run decided is reported.
     run(*common, "--out", tmp_path / "c", "--task-token", "mqa", "--mc-mode", "label")
+    err = capsys.readouterr().err
+    assert "run_config.toml: mode = dec" in err and "task_token" not in err and "mqa_mode" not in err
+    run(*common, "--out", tmp_path / "c", "--task-token", "mqa", "--mc-mode", "label",
+        "--mode", "dec")
+    assert "defaults from" not in capsys.readouterr().err
     records = read_predictions(tmp_path / "c" / "race_dev_predictions.jsonl")
     assert [r["golds"] for r in records] == [[f"({e.label + 1})"] for e in examples]
     (run_dir / "run_config.toml").write_text('[data]\nmode = "sideways"\n')

@@ -1,4 +1,4 @@
-"""Hand-worked cases for the QA metrics (SPEC.md section 6)."""
+"""Hand-worked cases for the QA metrics (docs/spec.md section 6)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Sliding-window perplexity (SPEC.md section 4): which tokens are scored, and with what."""
+"""Sliding-window perplexity (docs/spec.md section 4): which tokens are scored, and with what."""
 
 import math
 

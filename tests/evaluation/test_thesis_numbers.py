@@ -1,4 +1,4 @@
-"""The thesis numbers are stored consistently with SPEC.md section 8 and the thesis' tables."""
+"""The thesis numbers are stored consistently with docs/spec.md section 8 and the thesis' tables."""
 
 from nemot.evaluation import metrics
 from nemot.evaluation import thesis_numbers as tn

@@ -154,7 +154,7 @@ def test_bad_sources_give_clear_errors(tmp_path, hf_dir):
     (no_weights / "config.json").write_text((hf_dir / "config.json").read_text())
     with pytest.raises(FileNotFoundError, match="no model.safetensors"):
         gpt2.gpt2_sizes(no_weights)
-    for field, value, message in [("n_inner", 100, "field n_inner=100"),
+    for field, value, message in [("n_inner", "wide", "field n_inner='wide'"),
                                   ("activation_function", "relu", "activation_function='relu'"),
                                   ("model_type", "bert", "model is 'bert'")]:
         path = write_tiny_gpt2(tmp_path / field, n_layer=1, **{field: value})
@@ -192,6 +192,23 @@ def test_export_round_trip(loaded_nemot, tiny_config, hf_dir, tmp_path):
     expected, valid = keras_hub_output(out, ids)
     ours = keras.ops.convert_to_numpy(loaded_nemot.vanilla_set(ids))
     np.testing.assert_allclose(ours[valid], expected[valid], atol=1e-5)
+
+
+def test_export_carries_a_feed_forward_width_other_than_gpt2s(tmp_path):
+    """The tiny preset's d_ff is 2 * d_model, not GPT-2's 4 * d_model: the exported
+    config's n_inner carries it, and the directory builds a model again."""
+    assert TINY.d_ff != 4 * TINY.d_model
+    keras.utils.set_random_seed(4)
+    model = nemot.build_model(TINY)
+    out = gpt2.export_vanilla_set(model, tmp_path / "tiny_gpt2")
+    assert json.loads((out / "config.json").read_text())["n_inner"] == TINY.d_ff
+    assert gpt2.gpt2_sizes(out)["d_ff"] == TINY.d_ff
+    again = nemot.build_model(gpt2.config_from_gpt2(out, TINY), gpt2=out)
+    ids = padded_text_ids(seed=2)  # the added rows (<pad>'s) are drawn anew on loading
+    valid = ids != vocab.PAD_ID
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(again.vanilla_set(ids))[valid],
+                               keras.ops.convert_to_numpy(model.vanilla_set(ids))[valid],
+                               atol=1e-5)
 
 
 def test_export_from_a_saved_nemot_checkpoint(loaded_nemot, tmp_path):

@@ -196,7 +196,7 @@ def test_thesis_parameter_breakdown_matches_an_independent_formula():
         assert counts[key] == value, key
     assert counts["total"] == sum(expected.values())
     assert set(counts["output_blocks"]) == set(cfg.output_blocks)
-    # GPT-2 small with the vocabulary resized to 50,313 (SPEC.md: 124.48M).
+    # GPT-2 small with the vocabulary resized to 50,313 (docs/spec.md §2.10: 124,482,816).
     assert counts["vanilla_set"] == 124_482_816
 
 
@@ -246,7 +246,7 @@ def test_training_step_under_jit_compile():
 
 def test_only_the_vanilla_set_drops_attention_probabilities():
     """GPT-2's attn_pdrop 0.1 in the vanilla set (and the baseline); none in the NM and
-    output sets (the original code's own layers, SPEC.md 2.7)."""
+    output sets (the original code's own layers, docs/spec.md §2.7)."""
     assert TINY.vanilla_attention_dropout == 0.1 and TINY.attention_dropout == 0.0
     model = nemot.build_model(TINY.replace(dropout=0.0))
     rates = {name: [layer.self_attention.dropout for layer in stack.transformer_layers]

@@ -1,4 +1,4 @@
-"""Run configs: the thesis files in configs/ mirror SPEC.md section 5; overrides; errors."""
+"""Run configs: the thesis files in configs/ mirror docs/spec.md section 5; overrides; errors."""
 
 import tomllib
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The thesis schedule (SPEC.md section 5) on hand-computed points, and build_schedule."""
+"""The thesis schedule (docs/spec.md section 5) on hand-computed points, and build_schedule."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Language-modelling evaluation sets with the thesis clean-ups (SPEC.md section 4).
+"""Language-modelling evaluation sets with the thesis clean-ups (docs/spec.md section 4).
 
 Readers yield documents (strings):
 
