@@ -61,7 +61,8 @@ from nemot.modulation.base import (HOST_KEYS, SEQUENCE_KEYS, TASK_ATTENTION_KEY,
                                    require)
 from nemot.modulation.stack import stack_modulations
 
-ROLES = ("attention", "query", "key", "value", "attention_norm", "attention_dropout",
+ROLES = ("attention", "query", "key", "value", "attention_output", "attention_norm",
+         "attention_dropout",
          "feedforward_norm", "feedforward_intermediate_dense", "feedforward_gate",
          "feedforward_inner_dropout", "feedforward_output_dense", "feedforward_dropout")
 
@@ -83,6 +84,10 @@ class BackboneHost:
     name = ""
     normalize_first = False
     parts = {}
+
+    def pre_ln(self, layer):
+        """Whether ``layer`` normalises first (pre-LN) or last (post-LN)."""
+        return self.normalize_first
 
     def part(self, layer, role):
         """The sub-layer of ``layer`` playing ``role`` (None if the layer has none)."""
@@ -114,10 +119,14 @@ class NeMoTHost(BackboneHost):
     name = "nemot"
     parts = {"attention": "self_attention", "query": "self_attention.query_dense",
              "key": "self_attention.key_dense", "value": "self_attention.value_dense",
+             "attention_output": "self_attention.output_dense",
              "attention_norm": "self_attention_layer_norm",
              "feedforward_norm": "feedforward_layer_norm",
              "feedforward_intermediate_dense": "feedforward_intermediate_dense",
              "feedforward_output_dense": "feedforward_output_dense"}
+
+    def pre_ln(self, layer):
+        return layer.normalize_first
 
 
 class BertHost(BackboneHost):
@@ -129,6 +138,7 @@ class BertHost(BackboneHost):
              "query": "_self_attention_layer._query_dense",
              "key": "_self_attention_layer._key_dense",
              "value": "_self_attention_layer._value_dense",
+             "attention_output": "_self_attention_layer._output_dense",
              "attention_norm": "_self_attention_layer_norm",
              "attention_dropout": "_self_attention_dropout",
              "feedforward_norm": "_feedforward_layer_norm",
@@ -154,6 +164,7 @@ class T5Host(BackboneHost):
     normalize_first = True
     parts = {"attention": "self_attention", "query": "self_attention.query_projector",
              "key": "self_attention.key_projector", "value": "self_attention.value_projector",
+             "attention_output": "self_attention.output_projector",
              "attention_norm": "self_attention_layer_norm",
              "attention_dropout": "self_attention_dropout", "feedforward_norm": "layer_norm",
              "feedforward_intermediate_dense": "input_projector",
@@ -312,7 +323,7 @@ class HostedLayer(keras.layers.Layer):
         stack = stack or {}
         keys = keys or {role: self._plain_heads(role, h) for role in ("key", "value")}
         t = ops.cast(task, h.dtype)[:, None, :]
-        if self.host.normalize_first:
+        if self.host.pre_ln(self.layer):
             t = self.part("attention_norm")(t)
         q, k, v = (self._plain_heads(role, t) for role in ("query", "key", "value"))
         visible = ops.concatenate([ops.ones_like(mask[..., :1]), mask], axis=-1)
@@ -359,7 +370,7 @@ class HostedLayer(keras.layers.Layer):
         return y
 
     def _modulated(self, x, mask, conditioning, training, stack):
-        pre_ln = self.host.normalize_first
+        pre_ln = self.host.pre_ln(self.layer)
         seed = drop.draw_seed(self.seed_generator, training)
         h = self.part("attention_norm")(x) if pre_ln else x
         keys = None

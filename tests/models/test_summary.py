@@ -34,7 +34,7 @@ def hypergrid_t5():
     backbone = keras_hub.models.T5Backbone(vocabulary_size=64, num_layers=2, num_heads=2,
                                            hidden_dim=16, intermediate_dim=32,
                                            use_gated_activation=False)
-    return HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 4], "heads": 2})
+    return HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 4]})
 
 
 BUILDERS = {

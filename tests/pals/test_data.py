@@ -6,7 +6,8 @@ import pytest
 
 from nemot.data.format import DataError
 from nemot.pals import synthetic
-from nemot.pals.data import Encoder, load_tokenizer, read_file, read_rows
+from nemot.models.bert import load_tokenizer
+from nemot.pals.data import Encoder, read_file, read_rows
 from nemot.pals.model import build_pal_bert
 from tests.pals.helpers import (QUORA, SST, STS, all_texts, write_minbert, write_minbert_dir,
                                 write_tsv, write_vocab)
