@@ -31,6 +31,7 @@ import numpy as np
 from nemot.data.format import DataError
 from nemot.data.readers.common import hub_rows, iter_jsonl
 from nemot.data.tfds_rows import tfds_rows
+from nemot.data.wordpiece import InputPacker
 
 TASKS = ("BoolQ", "CB", "COPA", "MultiRC", "ReCoRD", "RTE", "WiC", "WSC")
 CB_LABELS = ("contradiction", "neutral", "entailment")  # the original's one-hot order
@@ -481,7 +482,7 @@ class PairEncoder:
     and 1 for ``B [SEP]`` (a [SEP] inside B does not change them); padding with
     ``[PAD]`` to the right. With ``num_aux_tokens`` the given auxiliary token
     ids come first (the gating block's context) and the text gets that many
-    fewer positions.
+    fewer positions. The packing is :class:`nemot.data.wordpiece.InputPacker`'s.
 
     Args:
         tokenizer: a ``keras_hub.models.BertTokenizer`` (or anything with
@@ -498,10 +499,9 @@ class PairEncoder:
     def __init__(self, tokenizer, sequence_length=512, aux_token_ids=()):
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
-        self.aux_token_ids = tuple(aux_token_ids)
-        self.cls_id = tokenizer.token_to_id("[CLS]")
         self.sep_id = tokenizer.token_to_id("[SEP]")
-        self.pad_id = tokenizer.token_to_id("[PAD]")
+        self.packer = InputPacker(tokenizer, sequence_length, truncate="only_first",
+                                  prefix_ids=aux_token_ids)
         self._cache = {}
 
     def prepare(self, rows):
@@ -528,21 +528,6 @@ class PairEncoder:
     def encode(self, rows):
         """Numpy int32 arrays ``token_ids``, ``segment_ids``, ``padding_mask`` of [len(rows), sequence_length]."""
         cache = self.prepare(rows)
-        n, length, a = len(rows), self.sequence_length, len(self.aux_token_ids)
-        token_ids = np.full((n, length), self.pad_id, np.int32)
-        segment_ids = np.zeros((n, length), np.int32)
-        padding_mask = np.zeros((n, length), np.int32)
-        for r, row in enumerate(rows):
-            ids_a, ids_b = self._join(row.text_a, cache), self._join(row.text_b, cache)
-            room = length - a - 3 - len(ids_b)
-            if room < 0:
-                raise ValueError(
-                    f"row {r} (group {row.group}): segment B has {len(ids_b)} word pieces, more than "
-                    f"the {length - a - 3} a sequence of {length} can hold (only A is truncated)"
-                )
-            ids_a = ids_a[:room]
-            ids = [*self.aux_token_ids, self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
-            token_ids[r, : len(ids)] = ids
-            segment_ids[r, a + len(ids_a) + 2 : len(ids)] = 1
-            padding_mask[r, : len(ids)] = 1
-        return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        return self.packer([[self._join(row.text_a, cache) for row in rows],
+                            [self._join(row.text_b, cache) for row in rows]],
+                           row_names=[f"group {row.group}" for row in rows])

@@ -6,7 +6,7 @@ from keras import ops
 
 from nemot import dropout as drop
 from nemot.layers.attention import MultiHeadAttention
-from nemot.modulation.base import DENSE_NAMES, call_dense, dense_or_modulated
+from nemot.modulation.base import DENSE_NAMES, call_dense, dense_or_modulated, parallel_sum
 
 ACTIVATIONS = ("gelu_tanh", "gelu")
 
@@ -23,8 +23,10 @@ class TransformerLayer(keras.layers.Layer):
 
     ``P`` is the sum of the hosted ``parallel`` modulations (none by default); an
     ``activation`` modulation replaces the FFN's nonlinearity; ``dense`` modulations
-    replace named projections (:mod:`nemot.modulation.base`). Without modulations the
-    layer is exactly the plain one, with the same weights.
+    replace named projections; ``output`` modulations transform the layer's output, in
+    order (:mod:`nemot.modulation.base`). Without modulations the layer is exactly the
+    plain one, with the same weights. The other backbones host the same sites through
+    :mod:`nemot.modulation.host`.
 
     Sub-layer names follow KerasHub's ``TransformerDecoder`` so that GPT-2 weights map
     one-to-one.
@@ -78,15 +80,17 @@ class TransformerLayer(keras.layers.Layer):
             raise ValueError(f"dense_replacements {unknown}: expected names among {DENSE_NAMES}")
         modulations = list(modulations)
         sites = [m.site for m in modulations]
-        bad = [m.name for m in modulations if m.site not in ("parallel", "activation")]
+        bad = [m.name for m in modulations if m.site not in ("parallel", "activation", "output")]
         if bad:
             raise ValueError(f"modulations {bad}: pass dense-site modulations through "
-                             "dense_replacements; modulations= takes parallel and activation ones")
+                             "dense_replacements; modulations= takes parallel, activation and "
+                             "output ones")
         if sites.count("activation") > 1:
             raise ValueError("at most one activation modulation per layer")
         self.parallel = [m for m in modulations if m.site == "parallel"]
         self.activation_modulation = next(
             (m for m in modulations if m.site == "activation"), None)
+        self.output_modulations = [m for m in modulations if m.site == "output"]
         self.seed_generator = drop.seed_generator(
             dropout or attention_dropout or any(m.draws_dropout for m in self.parallel))
 
@@ -127,6 +131,8 @@ class TransformerLayer(keras.layers.Layer):
         if self.activation_modulation is not None:
             self.activation_modulation.build(tuple(input_shape[:-1]) + (self.d_ff,),
                                              input_shape)
+        for modulation in self.output_modulations:
+            modulation.build(input_shape)
 
     def _activation(self, h):
         return keras.activations.gelu(h, approximate=self.activation == "gelu_tanh")
@@ -140,15 +146,6 @@ class TransformerLayer(keras.layers.Layer):
                                            activation=self._activation, training=training)
         return call_dense(self.feedforward_output_dense, h, conditioning)
 
-    def _parallel(self, h, conditioning, attention_mask, training, seed):
-        terms = []
-        for i, m in enumerate(self.parallel):
-            # Salts 0-2 are the layer's own dropouts; term i draws with salt 3 + i.
-            seeded = {"dropout_seed": drop.salted(seed, 3 + i)} if m.draws_dropout else {}
-            terms.append(m(h, conditioning=conditioning, attention_mask=attention_mask,
-                           training=training, **seeded))
-        return sum(terms[1:], terms[0]) if terms else None
-
     def call(self, x, attention_mask, cache=None, cache_update_index=None, training=None,
              conditioning=None, dropout_seed=None):
         """Returns ``(output, new_cache)``; see ``MultiHeadAttention.call``.
@@ -158,8 +155,8 @@ class TransformerLayer(keras.layers.Layer):
         training, the layer's own generator draws one).
         """
         if cache is not None:
-            uncached = [m.name for m in self.parallel + [self.activation_modulation]
-                        if m is not None and not m.supports_cache]
+            hosted = self.parallel + self.output_modulations + [self.activation_modulation]
+            uncached = [m.name for m in hosted if m is not None and not m.supports_cache]
             if uncached:
                 raise ValueError(f"{self.name}: modulations {uncached} keep no key/value cache; "
                                  "run this model without one (recompute the whole prefix)")
@@ -179,13 +176,20 @@ class TransformerLayer(keras.layers.Layer):
             a = x + dropout(h, 0)
             out = a + dropout(
                 self._feedforward(self.feedforward_layer_norm(a), conditioning, training), 1)
-            extra = self._parallel(normed, conditioning, attention_mask, training, dropout_seed)
-            return (out if extra is None else out + extra), cache
-        h, cache = self.self_attention(x, attention_mask, **attend)
-        a = self.self_attention_layer_norm(x + dropout(h, 0))
-        out = a + dropout(self._feedforward(a, conditioning, training), 1)
-        extra = self._parallel(x, conditioning, attention_mask, training, dropout_seed)
-        return self.feedforward_layer_norm(out if extra is None else out + extra), cache
+        else:
+            normed = x
+            h, cache = self.self_attention(x, attention_mask, **attend)
+            a = self.self_attention_layer_norm(x + dropout(h, 0))
+            out = a + dropout(self._feedforward(a, conditioning, training), 1)
+        extra = parallel_sum(self.parallel, normed, conditioning, attention_mask, training,
+                             dropout_seed)
+        out = out if extra is None else out + extra
+        if not self.normalize_first:
+            out = self.feedforward_layer_norm(out)
+        for modulation in self.output_modulations:
+            out = modulation(out, conditioning=conditioning, attention_mask=attention_mask,
+                             training=training)
+        return out, cache
 
     def compute_output_spec(self, x, attention_mask, cache=None, cache_update_index=None,
                             training=None, conditioning=None, dropout_seed=None):

@@ -39,6 +39,7 @@ KINDS = {
     "modulated_ffn": "nemot.modulation.activation:ModulatedFFN",
     "hypergrid": "nemot.modulation.hypergrid:HyperGridDense",
     "hypergrid_og": "nemot.modulation.hypergrid:OutputGate",
+    "gating_block": "nemot.modulation.gating_block:GatingBlock",
 }
 
 _LAZY = {

@@ -10,6 +10,13 @@ with some of these keys (:data:`CONDITIONING_KEYS`):
 - ``"context_tokens"``: float [batch, n, d], one vector per position (NeMoT's output
   set: the neuromodulatory output at the text positions).
 
+The hosts of KerasHub backbones (:mod:`nemot.modulation.host`) pass
+``"task_index"`` and :data:`HOST_KEYS`: ``"sequence"`` and ``"sequence_mask"``, the
+input of the sub-layer whose projection a modulation replaces (after its norm) and
+the layer's attention mask; ``"task_attention"``, the layer's own self-attention
+evaluated at a task token prepended to its input. A model may add its own
+(:mod:`nemot.modulation.gating_block`: NGT's auxiliary tokens).
+
 A modulation lists what it reads in :meth:`Modulation.needs`; a host that cannot give
 it (NeMoT's vanilla set runs before the neuromodulatory set) refuses the config.
 
@@ -29,7 +36,12 @@ it (NeMoT's vanilla set runs before the neuromodulatory set) refuses the config.
   ``"feedforward_output_dense"``, ``"query"``, ``"key"``, ``"value"``). The host
   constructs it with that projection's ``equation``/``output_shape``/``bias_axes`` and
   name, and calls ``y = m(x, conditioning)``. It owns ``kernel`` and ``bias`` of the
-  plain projection's shapes, so pretrained weights copy into it unchanged.
+  plain projection's shapes, so pretrained weights copy into it unchanged; a host
+  wrapping a pretrained backbone passes that projection as ``source=`` instead, and
+  the modulation reads the backbone's own kernel and bias.
+- ``"output"``: ``y = m(h, conditioning=..., attention_mask=..., training=...)``
+  replaces the layer's output ``h`` (a sequential block after the layer: NGT's gating
+  block). Built with ``build(h_shape)``.
 
 **Sharing.** :meth:`Modulation.shared_layer` may return one layer per hosting stack
 (PALs share their projections across the layers of a task); the host builds it once
@@ -40,10 +52,15 @@ import keras
 import numpy as np
 from keras import ops
 
-SITES = ("parallel", "activation", "dense")
+from nemot import dropout as drop
+
+SITES = ("parallel", "activation", "dense", "output")
 DENSE_NAMES = ("query", "key", "value", "feedforward_intermediate_dense",
                "feedforward_output_dense")
 CONDITIONING_KEYS = ("task_index", "context", "context_tokens")
+SEQUENCE_KEYS = ("sequence", "sequence_mask")
+TASK_ATTENTION_KEY = "task_attention"
+HOST_KEYS = ("task_index", *SEQUENCE_KEYS, TASK_ATTENTION_KEY)
 
 
 class Modulation(keras.layers.Layer):
@@ -95,7 +112,9 @@ class Modulation(keras.layers.Layer):
 class DenseModulation(Modulation):
     """Base of the dense-site kinds: owns ``kernel`` and ``bias`` exactly as the
     ``EinsumDense`` it replaces (``"abc,cd->abd"``: kernel [in, out]; ``"abc,cde->abde"``:
-    kernel [in, heads, head_dim]), under the same path, so pretrained weights load.
+    kernel [in, heads, head_dim]), under the same path, so pretrained weights load; or,
+    given ``source`` (the plain projection of a pretrained backbone), reads that
+    projection's kernel and bias and owns none.
 
     :meth:`kernel_matrix` is the kernel as [in, out] and :meth:`plain` the unmodulated
     product; subclasses implement ``call(x, conditioning=None)``.
@@ -105,7 +124,7 @@ class DenseModulation(Modulation):
     EQUATIONS = ("abc,cd->abd", "abc,cde->abde")
 
     def __init__(self, equation, output_shape, bias_axes=None, kernel_regularizer=None,
-                 **kwargs):
+                 source=None, **kwargs):
         super().__init__(**kwargs)
         if equation not in self.EQUATIONS:
             raise ValueError(f"{type(self).__name__}: equation {equation!r}: expected one of "
@@ -114,17 +133,34 @@ class DenseModulation(Modulation):
         self.output_dims = tuple(output_shape[1:])
         self.use_bias = bool(bias_axes)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        # Not tracked as a sub-layer: its weights belong to the backbone that holds it.
+        object.__setattr__(self, "source", source)
 
     @property
     def units(self):
         return int(np.prod(self.output_dims))
 
+    @property
+    def kernel(self):
+        return self._kernel if self.source is None else self.source.kernel
+
+    @property
+    def bias(self):
+        if self.source is not None:
+            return getattr(self.source, "bias", None)
+        return self._bias
+
     def build(self, input_shape):
         self.input_dim = int(input_shape[-1])
-        self.kernel = self.add_weight((self.input_dim, *self.output_dims), name="kernel",
-                                      initializer="glorot_uniform",
-                                      regularizer=self.kernel_regularizer)
-        self.bias = self.add_weight(self.output_dims, name="bias", initializer="zeros") \
+        shape = (self.input_dim, *self.output_dims)
+        if self.source is not None:
+            if tuple(self.source.kernel.shape) != shape:
+                raise ValueError(f"{self.name}: the source projection's kernel has shape "
+                                 f"{tuple(self.source.kernel.shape)}, expected {shape}")
+            return
+        self._kernel = self.add_weight(shape, name="kernel", initializer="glorot_uniform",
+                                       regularizer=self.kernel_regularizer)
+        self._bias = self.add_weight(self.output_dims, name="bias", initializer="zeros") \
             if self.use_bias else None
 
     def kernel_matrix(self):
@@ -198,3 +234,14 @@ def call_dense(layer, x, conditioning):
     if isinstance(layer, Modulation):
         return layer(x, conditioning=conditioning)
     return layer(x)
+
+
+def parallel_sum(modulations, h, conditioning, attention_mask, training, seed):
+    """The sum of the ``parallel`` terms of ``h`` (None without any); term ``i`` that drops
+    out draws with salt ``3 + i`` of the layer's ``seed`` (salts 0-2: the layer's own)."""
+    terms = []
+    for i, m in enumerate(modulations):
+        seeded = {"dropout_seed": drop.salted(seed, 3 + i)} if m.draws_dropout else {}
+        terms.append(m(h, conditioning=conditioning, attention_mask=attention_mask,
+                       training=training, **seeded))
+    return sum(terms[1:], terms[0]) if terms else None

@@ -1,10 +1,27 @@
 """NGT's gating block (Neuromodulation Gated Transformer): a few BERT-shaped layers that
-read a layer's output and gate it, ``sigmoid(g) * h`` (paper eq. 1), hosted between two
-layers of a stack (``nemot.ngt.NGTModel`` puts it after BERT layer k)."""
+read a layer's output and gate it, ``sigmoid(g) * h`` (paper eq. 1): kind
+``"gating_block"``, an ``output``-site modulation (``nemot.ngt.NGTModel`` hosts it after
+BERT layer k).
+
+Example (TOML; a BERT host's stack is ``"bert"``)::
+
+    [[model.modulation]]
+    kind = "gating_block"
+    sets = ["bert"]
+    layers = [20]
+    num_layers = 3
+    num_heads = 16
+    intermediate_dim = 4096
+"""
 
 import keras
 import keras_hub
 from keras import ops
+
+from nemot.modulation.base import Modulation, require
+
+# The auxiliary tokens a host may give (NGT: embedded, then read by the gating block only).
+AUX_KEYS = ("aux_tokens", "aux_mask")
 
 
 def bert_initializer():
@@ -20,7 +37,7 @@ def store_config(layer, **config):
 
 
 @keras.saving.register_keras_serializable(package="nemot.ngt")
-class GatingBlock(keras.layers.Layer):
+class GatingBlock(Modulation):
     """The gating block: ``num_layers`` post-LN BERT layers and the gate (paper eq. 1).
 
     Args:
@@ -28,8 +45,9 @@ class GatingBlock(keras.layers.Layer):
         num_heads: attention heads of each layer.
         intermediate_dim: feed-forward width of each layer.
         neuromodulated: True: return ``sigmoid(g) * h``; False: return ``g``.
-        num_aux_tokens: auxiliary token positions prepended to the block's
-            input (context for the gate only; dropped from its output).
+        num_aux_tokens: auxiliary token positions prepended to the block's input
+            (context for the gate only; dropped from its output): the host's
+            ``conditioning["aux_tokens"]`` [B, a, d] and ``["aux_mask"]`` bool [B, 1, a].
         dropout: dropout on attention probabilities and sub-layer outputs.
         activation: feed-forward activation (HF BERT's ``hidden_act="gelu"``
             is the exact erf GELU).
@@ -38,66 +56,54 @@ class GatingBlock(keras.layers.Layer):
     >>> import numpy as np
     >>> block = GatingBlock(num_layers=1, num_heads=2, intermediate_dim=16)
     >>> h = np.ones((2, 5, 8), "float32")
-    >>> tuple(block(h, padding_mask=np.ones((2, 5), "int32")).shape)
+    >>> tuple(block(h, attention_mask=np.ones((2, 1, 5), bool)).shape)
     (2, 5, 8)
     """
 
-    def __init__(
-        self,
-        num_layers,
-        num_heads,
-        intermediate_dim,
-        neuromodulated=True,
-        num_aux_tokens=0,
-        dropout=0.1,
-        activation="gelu",
-        **kwargs,
-    ):
+    site = "output"
+    supports_cache = False  # the block attends over the whole sequence
+
+    def __init__(self, num_layers=3, num_heads=16, intermediate_dim=4096, neuromodulated=True,
+                 num_aux_tokens=0, dropout=0.1, activation="gelu", **kwargs):
         super().__init__(**kwargs)
-        store_config(
-            self,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            neuromodulated=neuromodulated,
-            num_aux_tokens=num_aux_tokens,
-            dropout=dropout,
-            activation=activation,
-        )
+        store_config(self, num_layers=num_layers, num_heads=num_heads,
+                     intermediate_dim=intermediate_dim, neuromodulated=neuromodulated,
+                     num_aux_tokens=num_aux_tokens, dropout=dropout, activation=activation)
         self.gating_layers = [
             keras_hub.layers.TransformerEncoder(
-                num_heads=num_heads,
-                intermediate_dim=intermediate_dim,
-                activation=activation,
-                dropout=dropout,
-                layer_norm_epsilon=1e-12,
-                kernel_initializer=bert_initializer(),
-                dtype=self.dtype_policy,
-                name=f"gating_block_layer_{i}",
-            )
-            for i in range(num_layers)
-        ]
+                num_heads=num_heads, intermediate_dim=intermediate_dim, activation=activation,
+                dropout=dropout, layer_norm_epsilon=1e-12,
+                kernel_initializer=bert_initializer(), dtype=self.dtype_policy,
+                name=f"gating_block_layer_{i}")
+            for i in range(num_layers)]
 
-    def build(self, h_shape, padding_mask_shape=None, aux_shape=None, aux_mask_shape=None):
+    @classmethod
+    def needs(cls, options):
+        return AUX_KEYS if options.get("num_aux_tokens") else ()
+
+    def build(self, h_shape):
         for layer in self.gating_layers:
             layer.build(h_shape)
         self.built = True
 
-    def call(self, h, padding_mask, aux=None, aux_mask=None, training=None):
-        """``h``: [batch, L, d] output of layer k; ``aux``: [batch, a, d] auxiliary embeddings."""
-        g, mask = h, padding_mask
+    def call(self, h, conditioning=None, attention_mask=None, training=None):
+        """``h``: [B, L, d] output of the hosting layer; ``attention_mask``: bool [B, Lq, L]
+        (a key mask [B, 1, L] with auxiliary tokens)."""
+        g, mask = h, attention_mask
         if self.num_aux_tokens:
-            g = ops.concatenate([aux, h], axis=1)
-            mask = ops.concatenate([aux_mask, padding_mask], axis=1)
+            who = f"GatingBlock {self.name!r}"
+            aux = require(conditioning, "aux_tokens", who)
+            g = ops.concatenate([ops.cast(aux, h.dtype), h], axis=1)
+            mask = ops.concatenate([require(conditioning, "aux_mask", who), mask], axis=-1)
         for layer in self.gating_layers:
-            g = layer(g, padding_mask=mask, training=training)
-        g = g[:, self.num_aux_tokens :, :]
+            g = layer(g, attention_mask=mask, training=training)
+        g = g[:, self.num_aux_tokens:, :]
         if self.neuromodulated:
             return ops.sigmoid(g) * h
         return g
 
-    def compute_output_shape(self, h_shape, *args, **kwargs):
-        return h_shape
+    def compute_output_spec(self, h, conditioning=None, attention_mask=None, training=None):
+        return keras.KerasTensor(h.shape, dtype=self.compute_dtype)
 
     def get_config(self):
         return {**super().get_config(), **self._config}

@@ -84,7 +84,8 @@ Example (a NeMoT config)::
 import keras
 from keras import ops
 
-from nemot.modulation.base import DenseModulation, Modulation, per_task, require
+from nemot.modulation.base import (SEQUENCE_KEYS, TASK_ATTENTION_KEY, DenseModulation,
+                                   Modulation, per_task, require)
 
 MODES = ("L2", "LG", "GL", "L")
 CONDITIONINGS = ("mhsa", "self_attention", "task", "context")
@@ -98,8 +99,6 @@ PLACEMENTS = {
     "all": ("query", "key", "value", "feedforward_intermediate_dense",
             "feedforward_output_dense"),
 }
-SEQUENCE_KEYS = ("sequence", "sequence_mask")
-TASK_ATTENTION_KEY = "task_attention"
 
 
 def _choice(name, value, choices):

@@ -1,10 +1,10 @@
 """The Neuromodulation Gated Transformer (NGT): BERT with a gating block, on SuperGLUE.
 
 The thesis' successor (ICLR 2023 Tiny Paper):
-``model`` (the three variants), ``metrics`` (the paper's aggregation, significance),
-``train`` (experiments from ``configs/ngt/*.toml``) and ``cli`` (``nemot ngt``), on the
-shared SuperGLUE reader and pair encoder (:mod:`nemot.data.superglue`) and metrics
-(:mod:`nemot.evaluation.benchmarks`).
+``model`` (the three variants on :class:`nemot.models.bert.ModulatedBert`), ``metrics``
+(the paper's aggregation, significance), ``train`` (experiments from
+``configs/ngt/*.toml``) and ``cli`` (``nemot ngt``), on the shared SuperGLUE reader and
+pair encoder (:mod:`nemot.data.superglue`) and metrics (:mod:`nemot.evaluation.benchmarks`).
 
 The names load on first use (:mod:`nemot.lazy`), so that ``nemot ngt --help`` loads no
 backend.
@@ -16,9 +16,7 @@ _MODEL = "nemot.ngt.model"
 _TRAIN = "nemot.ngt.train"
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{name: (_MODEL, name) for name in ("BERT_LARGE_CASED", "BERT_LARGE_CASED_PRESET",
-                                         "VARIANTS", "GatingBlock", "NGTModel", "build_ngt",
-                                         "load_backbone")},
+    **{name: (_MODEL, name) for name in ("VARIANTS", "NGTModel", "build_ngt")},
     **{name: (_TRAIN, name) for name in ("Experiment", "run_experiment", "train_run",
                                          "write_report")},
 })

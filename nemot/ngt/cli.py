@@ -81,7 +81,7 @@ def main_ngt(args):
     elif args.ngt_command == "params":
         experiment = _experiment(args)
         if args.paper_sizes:
-            from nemot.ngt.model import BERT_LARGE_CASED
+            from nemot.models.bert import BERT_LARGE_CASED
 
             experiment = experiment.replace(backbone=BERT_LARGE_CASED)
         print(json.dumps(ngt_train.parameter_counts(experiment, args.num_classes), indent=2))

@@ -8,27 +8,31 @@ BERT-shaped layers reads the output ``h`` of BERT layer ``k`` (counted from 1) a
 - ``g`` (``non-neuromodulated-gating``: ``n`` extra layers in series), or
 - ``h`` (``no-gating-block``: plain BERT).
 
-The head is one Dense on the raw ``[CLS]`` hidden state of the last layer
-(no pooler, no dropout): 1 sigmoid unit, or ``num_classes`` softmax units (CB).
+The block is the ``output``-site modulation ``gating_block``
+(:class:`nemot.modulation.gating_block.GatingBlock`) hosted in BERT layer k by
+:class:`nemot.models.bert.ModulatedBert`. The head is one Dense on the raw ``[CLS]``
+hidden state of the last layer (no pooler, no dropout): 1 sigmoid unit, or
+``num_classes`` softmax units (CB).
 """
 
 import keras
-import keras_hub
 
-from nemot.modulation.gating_block import GatingBlock, store_config
+from nemot.models.bert import BERT_LARGE_CASED_PRESET, STACK, ModulatedBert, load_backbone
+from nemot.modulation.gating_block import store_config
+from nemot.modulation.spec import ModulationSpec
 
 VARIANTS = ("neuromodulated-gating", "non-neuromodulated-gating", "no-gating-block")
 
-# bert-large-cased (the paper's backbone); KerasHub calls this preset "bert_large_en".
-BERT_LARGE_CASED = dict(
-    vocabulary_size=28996,
-    num_layers=24,
-    num_heads=16,
-    hidden_dim=1024,
-    intermediate_dim=4096,
-    max_sequence_length=512,
-)
-BERT_LARGE_CASED_PRESET = "bert_large_en"
+
+def gating_spec(variant, gate_position, num_gating_layers, num_heads, intermediate_dim,
+                num_aux_tokens=0, gating_dropout=0.1):
+    """The ``[[model.modulation]]`` spec of a variant's gating block (None: no block)."""
+    if variant == "no-gating-block":
+        return None
+    return ModulationSpec("gating_block", sets=(STACK,), layers=(gate_position - 1,), options=dict(
+        num_layers=num_gating_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
+        neuromodulated=variant == "neuromodulated-gating", num_aux_tokens=num_aux_tokens,
+        dropout=gating_dropout))
 
 
 @keras.saving.register_keras_serializable(package="nemot.ngt")
@@ -95,19 +99,13 @@ class NGTModel(keras.Model):
             raise ValueError(f"num_classes={num_classes}: expected >= 1")
 
         # === Layers ===
+        spec = gating_spec(variant, gate_position, num_gating_layers, backbone.num_heads,
+                           backbone.intermediate_dim, num_aux_tokens, gating_dropout)
         self.backbone = backbone
-        self.gate = None
-        if gated:
-            self.gate = GatingBlock(
-                num_layers=num_gating_layers,
-                num_heads=backbone.num_heads,
-                intermediate_dim=backbone.intermediate_dim,
-                neuromodulated=variant == "neuromodulated-gating",
-                num_aux_tokens=num_aux_tokens,
-                dropout=gating_dropout,
-                dtype=backbone.dtype_policy,
-                name="gating_block",
-            )
+        self.bert = ModulatedBert(backbone, [spec] if spec else [],
+                                  num_aux_tokens=num_aux_tokens, name="bert")
+        self.gate = self.bert.transformer_layers[gate_position - 1].output_modulations[0] \
+            if gated else None
         # The original `cls_dense` set no initializer: Keras' Glorot-uniform.
         self.cls_dense = keras.layers.Dense(
             num_classes,
@@ -121,7 +119,7 @@ class NGTModel(keras.Model):
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
-        sequence_output = self._encode(inputs, num_aux_tokens, gate_position if gated else None)
+        sequence_output = self.bert.encode(inputs)
         outputs = self.cls_dense(sequence_output[:, 0, :])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self._sequence_output = sequence_output
@@ -135,28 +133,6 @@ class NGTModel(keras.Model):
             num_aux_tokens=num_aux_tokens,
             gating_dropout=gating_dropout,
         )
-
-    def _encode(self, inputs, num_aux_tokens, gate_position):
-        """BertBackbone's forward pass, layer by layer, with the gate after layer k."""
-        b = self.backbone
-        tokens = b.token_embedding(inputs["token_ids"])
-        positions = b.position_embedding(tokens)
-        segments = b.segment_embedding(inputs["segment_ids"])
-        x = b.embeddings_add((tokens, positions, segments))
-        x = b.embeddings_layer_norm(x)
-        x = b.embeddings_dropout(x)
-        # Auxiliary positions are split off after the embeddings (notes s.1).
-        aux, h = x[:, :num_aux_tokens, :], x[:, num_aux_tokens:, :]
-        aux_mask = inputs["padding_mask"][:, :num_aux_tokens]
-        mask = inputs["padding_mask"][:, num_aux_tokens:]
-        for k, layer in enumerate(b.transformer_layers, start=1):
-            h = layer(h, padding_mask=mask)
-            if k == gate_position:
-                if num_aux_tokens:
-                    h = self.gate(h, mask, aux, aux_mask)
-                else:
-                    h = self.gate(h, mask)
-        return h
 
     def sequence_model(self):
         """A ``keras.Model`` on the same inputs and weights giving the last layer's states [batch, L, d]."""
@@ -178,25 +154,9 @@ class NGTModel(keras.Model):
         return cls(**config)
 
 
-def load_backbone(backbone, load_weights=True):
-    """A ``BertBackbone`` from a spec.
-
-    Args:
-        backbone: a KerasHub preset name (needs the network), a KerasHub preset
-            directory, a Hugging Face BERT checkpoint directory (``config.json``
-            + ``model.safetensors``; converted by KerasHub), or a dict of
-            ``BertBackbone`` sizes for random weights (e.g. ``BERT_LARGE_CASED``).
-        load_weights: False: the preset's architecture with random weights.
-    """
-    if isinstance(backbone, dict):
-        return keras_hub.models.BertBackbone(**backbone)
-    if isinstance(backbone, str):
-        return keras_hub.models.BertBackbone.from_preset(backbone, load_weights=load_weights)
-    raise TypeError(f"backbone is {type(backbone).__name__}: expected a preset name, a directory or a dict of sizes")
-
-
 def build_ngt(backbone=BERT_LARGE_CASED_PRESET, **kwargs):
-    """An :class:`NGTModel` on :func:`load_backbone` ``(backbone)``; ``kwargs`` go to ``NGTModel``.
+    """An :class:`NGTModel` on :func:`nemot.models.bert.load_backbone` ``(backbone)``;
+    ``kwargs`` go to ``NGTModel``.
 
     Example (no weights, the paper's sizes):
     >>> model = build_ngt(BERT_LARGE_CASED, gate_position=21)     # doctest: +SKIP

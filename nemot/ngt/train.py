@@ -36,14 +36,15 @@ import tomllib
 from pathlib import Path
 
 import keras
-import keras_hub
 import numpy as np
 import tensorflow as tf
 
 from nemot.data import superglue
 from nemot.evaluation import benchmarks
+from nemot.models import bert
+from nemot.models.bert import load_backbone
 from nemot.ngt import metrics as ngt_metrics
-from nemot.ngt.model import VARIANTS, NGTModel, load_backbone
+from nemot.ngt.model import VARIANTS, NGTModel
 from nemot.training import loop
 from nemot.training.loop import DataSource, TrainConfig
 from nemot.training.schedules import build_schedule
@@ -184,9 +185,7 @@ def load_tokenizer(experiment):
     spec = experiment.tokenizer or experiment.backbone
     if not isinstance(spec, str):
         raise ValueError("model.tokenizer is required when model.backbone is a table of sizes")
-    if spec.endswith(".txt"):
-        return keras_hub.models.BertTokenizer(vocabulary=spec, lowercase=experiment.lowercase)
-    return keras_hub.models.BertTokenizer.from_preset(spec)
+    return bert.load_tokenizer(spec, experiment.lowercase)
 
 
 def _targets(rows, num_classes):

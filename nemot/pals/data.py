@@ -32,12 +32,12 @@ import dataclasses
 import itertools
 from pathlib import Path
 
-import keras_hub
 import numpy as np
 
 from nemot.data import glue
 from nemot.data.format import DataError
 from nemot.data.sampling import sampled_batches
+from nemot.data.wordpiece import InputPacker
 from nemot.pals.tasks import get_task
 
 SPLITS = ("train", "dev", "test")
@@ -182,15 +182,6 @@ def read_rows(task, data_dir, split, source="files"):
                 np.array([e.label for e in examples], "float32"))
 
 
-def load_tokenizer(spec, lowercase=True):
-    """A ``keras_hub.models.BertTokenizer``: a ``vocab.txt`` path, or a preset name or
-    directory (KerasHub or Hugging Face BERT). BERT-base uncased lower-cases (minBERT)."""
-    spec = str(spec)
-    if spec.endswith(".txt"):
-        return keras_hub.models.BertTokenizer(vocabulary=spec, lowercase=lowercase)
-    return keras_hub.models.BertTokenizer.from_preset(spec)
-
-
 class Encoder:
     """Rows -> numpy BERT inputs of a fixed ``sequence_length``.
 
@@ -208,33 +199,16 @@ class Encoder:
     def __init__(self, tokenizer, sequence_length=128):
         self.tokenizer = tokenizer
         self.sequence_length = int(sequence_length)
-        self.packer = keras_hub.layers.MultiSegmentPacker(
-            sequence_length=self.sequence_length,
-            start_value=tokenizer.token_to_id("[CLS]"),
-            end_value=tokenizer.token_to_id("[SEP]"),
-            pad_value=tokenizer.token_to_id("[PAD]"), truncate="round_robin")
-
-    def _ids(self, texts):
-        return self.tokenizer(list(texts))
+        self.packer = InputPacker(tokenizer, self.sequence_length, truncate="round_robin")
 
     def encode(self, rows, chunk=4096):
         """``token_ids``, ``segment_ids``, ``padding_mask`` int32 [N, L] and ``labels``
         float32 [N] (NaN for a test file)."""
-        parts = []
-        for start in range(0, len(rows), chunk):
-            stop = start + chunk
-            segments = [self._ids(rows.text_a[start:stop])]
-            if rows.text_b is not None:
-                segments.append(self._ids(rows.text_b[start:stop]))
-            token_ids, segment_ids = self.packer(tuple(segments))
-            parts.append((np.asarray(token_ids, "int32"), np.asarray(segment_ids, "int32")))
-        token_ids = np.concatenate([p[0] for p in parts]) if parts else \
-            np.zeros((0, self.sequence_length), "int32")
-        segment_ids = np.concatenate([p[1] for p in parts]) if parts else token_ids.copy()
-        pad = self.tokenizer.token_to_id("[PAD]")
+        parts = [self.packer([self.tokenizer(list(texts[start:start + chunk]))
+                              for texts in (rows.text_a, rows.text_b) if texts is not None])
+                 for start in range(0, len(rows), chunk)] or [self.packer([[]])]
         labels = rows.labels if rows.labels is not None else np.full(len(rows), np.nan)
-        return {"token_ids": token_ids, "segment_ids": segment_ids,
-                "padding_mask": (token_ids != pad).astype("int32"),
+        return {**{key: np.concatenate([part[key] for part in parts]) for key in parts[0]},
                 "labels": np.asarray(labels, "float32")}
 
 

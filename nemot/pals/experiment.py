@@ -52,6 +52,7 @@ import numpy as np
 from nemot import runs
 from nemot.data.format import DataError
 from nemot.data.sampling import MODES, TaskSampler
+from nemot.data.wordpiece import load_tokenizer
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
@@ -301,8 +302,7 @@ def run_one(experiment, variant, seed, run_dir):
     from nemot.training import loop
 
     settings = experiment.variants[variant]
-    encoder = pals_data.Encoder(pals_data.load_tokenizer(_tokenizer_spec(settings),
-                                                         settings.lowercase),
+    encoder = pals_data.Encoder(load_tokenizer(_tokenizer_spec(settings), settings.lowercase),
                                 settings.sequence_length)
     train, evaluation = (_load_split(settings, encoder, split) for split in ("train", "dev"))
     # Read (and check for labels) before training, but only score after it.

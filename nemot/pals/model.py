@@ -9,14 +9,13 @@ Reading order of :meth:`PALBert.call`::
     pooled = tanh(W_p x[:, 0])                                     # BERT's pooler, shared
     out    = [Linear_t(Drop_0.3(pooled)) for every task t]         # heads, concatenated
 
-The layers are :class:`nemot.layers.TransformerLayer` (post-LN, exact GELU, epsilon
-1e-12) hosting the PALs of :mod:`nemot.modulation.pals` through
-:func:`nemot.modulation.stack.stack_modulations`; :meth:`PALBert.from_backbone` copies a
-KerasHub ``BertBackbone``'s weights in (a KerasHub preset or a Hugging Face BERT
-directory, :func:`build_pal_bert`). Without PALs the stack is that backbone exactly
-(with the backbone's tanh-approximate GELU, ``activation="gelu_tanh"``: KerasHub's
-``BertBackbone`` uses it, while BERT, Hugging Face and minBERT use the exact one, this
-model's default).
+BERT is a KerasHub ``BertBackbone`` (a KerasHub preset or a Hugging Face BERT directory,
+:func:`build_pal_bert`), its own layers and weights, hosting the PALs of
+:mod:`nemot.modulation.pals` as ``[[model.modulation]]`` specs
+(:class:`nemot.models.bert.ModulatedBert`). Its feed-forward activation is BERT's exact
+GELU by default (Hugging Face and minBERT use it); ``activation="gelu_tanh"`` keeps
+KerasHub's tanh approximation, with which the model without PALs is that backbone
+exactly.
 
 Choices where the seed is silent: the head reads BERT's pooler output (minBERT's
 ``pooler_output``; the official PALs code shares the pooler across tasks); a sentence
@@ -31,15 +30,12 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from nemot.layers.transformer import TransformerLayer
+from nemot.models.bert import STACK, ModulatedBert, load_backbone
 from nemot.modulation.gating_block import bert_initializer
 from nemot.modulation.pals import pal_parameters
 from nemot.modulation.spec import ModulationSpec
-from nemot.modulation.stack import stack_modulations
-from nemot.ngt.model import load_backbone
 from nemot.pals.tasks import get_task
 
-STACK = "bert"
 PAL_OPTIONS = ("hidden_size", "layers", "num_heads", "attention_dropout", "decoder_init")
 # The paper's two PAL settings (seed s.4.3, after Stickland & Murray).
 PAL_PRESETS = {
@@ -47,6 +43,8 @@ PAL_PRESETS = {
     "half": {"hidden_size": 276, "layers": "top_half"},
     "full": {"hidden_size": 204, "layers": "all"},
 }
+SIZES = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+         "max_sequence_length", "num_segments")
 
 
 def pal_spec(pals, where="pals"):
@@ -61,15 +59,6 @@ def pal_spec(pals, where="pals"):
                           options=options)
 
 
-class _PositionEmbedding(keras_hub.layers.PositionEmbedding):
-    """KerasHub's layer, whose ``build`` and ``compute_output_shape`` name their argument
-    differently (``inputs_shape``/``input_shape``): ``model.summary()`` calls the latter
-    with the former's name."""
-
-    def compute_output_shape(self, inputs_shape):
-        return super().compute_output_shape(inputs_shape)
-
-
 @keras.saving.register_keras_serializable(package="nemot.pals")
 class PALBert(keras.Model):
     """BERT, PALs in chosen layers, and one head per task.
@@ -80,13 +69,17 @@ class PALBert(keras.Model):
 
     Args:
         vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
-            max_sequence_length, num_segments: BERT's sizes (``BertBackbone``'s names).
+            max_sequence_length, num_segments: BERT's sizes (``BertBackbone``'s names), for
+            a new BERT; or ``backbone``:
+        backbone: a ``BertBackbone`` whose layers and weights the model uses (its sizes
+            must agree with any given).
         tasks: task names of :data:`nemot.pals.tasks.TASKS`, in task-index order.
         pals: None (no PALs), or ``{"hidden_size": d_s, "layers": "all" | "top_half" |
             [indices], "num_heads": 6, "attention_dropout": 0.1, "decoder_init": "normal" |
             "zeros"}`` (:class:`nemot.modulation.pals.ProjectedAttentionAdapter`).
         head_dropout: dropout before each head (seed: 0.3).
-        dropout: BERT's dropout (embeddings, attention probabilities, sub-layers).
+        dropout: BERT's dropout (embeddings, attention probabilities, sub-layers) of a new
+            BERT (default 0.1); a given backbone keeps its own.
         activation: ``"gelu"`` (exact, BERT) or ``"gelu_tanh"`` (KerasHub's BERT).
 
     Example:
@@ -99,90 +92,60 @@ class PALBert(keras.Model):
         TensorShape([2, 6])
     """
 
-    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
-                 max_sequence_length=512, num_segments=2, tasks=("sst", "quora", "sts"),
-                 pals=None, head_dropout=0.3, dropout=0.1, activation="gelu", **kwargs):
+    def __init__(self, vocabulary_size=None, num_layers=None, num_heads=None, hidden_dim=None,
+                 intermediate_dim=None, max_sequence_length=512, num_segments=2,
+                 tasks=("sst", "quora", "sts"), pals=None, head_dropout=0.3, dropout=None,
+                 activation="gelu", backbone=None, **kwargs):
         super().__init__(**kwargs)
-        self.sizes = dict(vocabulary_size=vocabulary_size, num_layers=num_layers,
-                          num_heads=num_heads, hidden_dim=hidden_dim,
-                          intermediate_dim=intermediate_dim,
-                          max_sequence_length=max_sequence_length, num_segments=num_segments)
+        sizes = dict(vocabulary_size=vocabulary_size, num_layers=num_layers,
+                     num_heads=num_heads, hidden_dim=hidden_dim,
+                     intermediate_dim=intermediate_dim,
+                     max_sequence_length=max_sequence_length, num_segments=num_segments)
+        if backbone is None:
+            backbone = keras_hub.models.BertBackbone(
+                **sizes, dropout=0.1 if dropout is None else dropout)
+        else:
+            # Sizes without defaults (and the dropout) must be the backbone's, if given.
+            given = {k: v for k, v in dict(sizes, dropout=dropout).items()
+                     if v is not None and k not in ("max_sequence_length", "num_segments")}
+            differ = sorted(k for k, v in given.items() if getattr(backbone, k) != v)
+            if differ:
+                raise ValueError(f"{differ}: given {[given[k] for k in differ]}, but the "
+                                 f"backbone has {[getattr(backbone, k) for k in differ]}")
+        self.sizes = {k: getattr(backbone, k) for k in SIZES}
         self.tasks = tuple(get_task(t).name for t in tasks)
         if not self.tasks or len(set(self.tasks)) != len(self.tasks):
             raise ValueError(f"tasks={list(tasks)}: expected distinct task names")
         self.pals = None if pals is None else dict(pals)
-        self.head_dropout, self.dropout, self.activation = head_dropout, dropout, activation
-        init = bert_initializer()
-        d = hidden_dim
-
-        self.token_embedding = keras.layers.Embedding(vocabulary_size, d, init,
-                                                      name="token_embedding")
-        self.position_embedding = _PositionEmbedding(
-            max_sequence_length, initializer=init, name="position_embedding")
-        self.segment_embedding = keras.layers.Embedding(num_segments, d, init,
-                                                        name="segment_embedding")
-        self.embeddings_layer_norm = keras.layers.LayerNormalization(
-            epsilon=1e-12, name="embeddings_layer_norm")
-        self.embeddings_dropout = keras.layers.Dropout(dropout)
+        self.head_dropout, self.dropout, self.activation = head_dropout, backbone.dropout, \
+            activation
         spec = pal_spec(self.pals)
-        per_layer, self.shared_modulations = stack_modulations(
-            [spec] if spec else [], STACK, num_layers, len(self.tasks), d,
-            available=("task_index",))
-        self.transformer_layers = [
-            TransformerLayer(num_heads, intermediate_dim, dropout=dropout,
-                             attention_dropout=dropout, layer_norm_epsilon=1e-12,
-                             normalize_first=False, activation=activation,
-                             modulations=modulations, name=f"transformer_layer_{i}")
-            for i, (modulations, _) in enumerate(per_layer)]
-        self.pooled_dense = keras.layers.Dense(d, activation="tanh", kernel_initializer=init,
-                                               name="pooled_dense")
+        self.backbone = backbone
+        self.bert = ModulatedBert(backbone, [spec] if spec else [], len(self.tasks),
+                                  activation=activation, name="bert")
         self.head_dropout_layer = keras.layers.Dropout(head_dropout)
-        self.heads = [keras.layers.Dense(get_task(t).units, kernel_initializer=init,
+        self.heads = [keras.layers.Dense(get_task(t).units, kernel_initializer=bert_initializer(),
                                          name=f"head_{t}") for t in self.tasks]
 
     def build(self, input_shape=None):
-        d = self.sizes["hidden_dim"]
-        self.token_embedding.build((None, None))
-        self.position_embedding.build((None, None, d))
-        self.segment_embedding.build((None, None))
-        self.embeddings_layer_norm.build((None, None, d))
-        for layer in self.transformer_layers:
-            layer.build((None, None, d))
-        self.pooled_dense.build((None, d))
         for head in self.heads:
-            head.build((None, d))
+            head.build((None, self.sizes["hidden_dim"]))
         self.built = True
 
     def encode(self, inputs, training=None):
         """The last layer's hidden states [B, L, d]."""
-        token_ids = ops.cast(inputs["token_ids"], "int32")
-        tokens = self.token_embedding(token_ids)
-        x = tokens + self.position_embedding(tokens) + self.segment_embedding(
-            ops.cast(inputs["segment_ids"], "int32"))
-        x = self.embeddings_dropout(self.embeddings_layer_norm(x), training=training)
-        keys = ops.cast(inputs["padding_mask"], "bool")[:, None, :]
-        mask = ops.broadcast_to(keys, (ops.shape(x)[0], ops.shape(x)[1], ops.shape(x)[1]))
         conditioning = {"task_index": ops.cast(inputs["task_index"], "int32")}
-        for layer in self.transformer_layers:
-            x, _ = layer(x, mask, training=training, conditioning=conditioning)
-        return x
+        return self.bert.encode(inputs, conditioning, training=training)
 
     def call(self, inputs, training=None):
-        pooled = self.pooled_dense(self.encode(inputs, training=training)[:, 0, :])
+        pooled = self.backbone.pooled_dense(self.encode(inputs, training=training)[:, 0, :])
         pooled = self.head_dropout_layer(pooled, training=training)
         return ops.concatenate([head(pooled) for head in self.heads], axis=-1)
 
     def freeze_bert(self):
         """Part 1's "pretrain" mode: BERT's weights (embeddings, layers, pooler) stay fixed;
         the PALs and the heads learn. Call before ``compile``."""
-        for layer in (self.token_embedding, self.position_embedding, self.segment_embedding,
-                      self.embeddings_layer_norm, self.pooled_dense):
-            layer.trainable = False
-        for block in self.transformer_layers:
-            for layer in (block.self_attention, block.self_attention_layer_norm,
-                          block.feedforward_intermediate_dense, block.feedforward_output_dense,
-                          block.feedforward_layer_norm):
-                layer.trainable = False
+        self.backbone.trainable = False
 
     def task_outputs(self, outputs):
         """``{task: its head's columns}`` of the model's output."""
@@ -203,54 +166,15 @@ class PALBert(keras.Model):
 
     @classmethod
     def from_backbone(cls, backbone, **kwargs):
-        """A model of ``backbone``'s sizes with its weights (embeddings, layers, pooler)
-        copied in; the PALs and heads keep their initial values."""
-        sizes = {k: getattr(backbone, k) for k in (
-            "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-            "max_sequence_length", "num_segments")}
-        model = cls(**sizes, **kwargs)
+        """A model on ``backbone``'s layers and weights (the PALs and heads are new)."""
+        model = cls(backbone=backbone, **kwargs)
         model.build()
-        for target, source in _weight_pairs(model, backbone):
-            if tuple(target.shape) != tuple(source.shape):
-                raise ValueError(f"{source.path} has shape {tuple(source.shape)}; "
-                                 f"{target.path} expects {tuple(target.shape)}")
-            target.assign(source)
         return model
 
     def get_config(self):
         return {**self.sizes, "tasks": list(self.tasks), "pals": self.pals,
                 "head_dropout": self.head_dropout, "dropout": self.dropout,
                 "activation": self.activation, "name": self.name, "trainable": self.trainable}
-
-
-def _weight_pairs(model, backbone):
-    """``(PALBert weight, BertBackbone weight)`` for every pretrained weight."""
-    pairs = [
-        (model.token_embedding.embeddings, backbone.token_embedding.embeddings),
-        (model.position_embedding.position_embeddings,
-         backbone.position_embedding.position_embeddings),
-        (model.segment_embedding.embeddings, backbone.segment_embedding.embeddings),
-    ]
-    pairs += _layer_pairs(model.embeddings_layer_norm, backbone.embeddings_layer_norm)
-    for ours, theirs in zip(model.transformer_layers, backbone.transformer_layers):
-        attention, keras_mha = ours.self_attention, theirs._self_attention_layer
-        for a, b in ((attention.query_dense, keras_mha._query_dense),
-                     (attention.key_dense, keras_mha._key_dense),
-                     (attention.value_dense, keras_mha._value_dense),
-                     (attention.output_dense, keras_mha._output_dense),
-                     (ours.self_attention_layer_norm, theirs._self_attention_layer_norm),
-                     (ours.feedforward_intermediate_dense,
-                      theirs._feedforward_intermediate_dense),
-                     (ours.feedforward_output_dense, theirs._feedforward_output_dense),
-                     (ours.feedforward_layer_norm, theirs._feedforward_layer_norm)):
-            pairs += _layer_pairs(a, b)
-    return pairs + _layer_pairs(model.pooled_dense, backbone.pooled_dense)
-
-
-def _layer_pairs(ours, theirs):
-    names = ("gamma", "beta") if isinstance(ours, keras.layers.LayerNormalization) \
-        else ("kernel", "bias")
-    return [(getattr(ours, n), getattr(theirs, n)) for n in names]
 
 
 def build_pal_bert(backbone, **kwargs):

@@ -9,7 +9,7 @@ import pytest
 from nemot.data.synthetic import glue as synthetic
 from nemot.hypergrid import data
 from nemot.hypergrid.data import IGNORE, Mixture, TokenizedTask, _ids, model_batch
-from nemot.hypergrid.t5 import load_tokenizer
+from nemot.models.t5 import load_tokenizer
 
 
 def toy_mixture(sizes, cap=None, seed=0):

@@ -1,4 +1,4 @@
-"""HyperGridT5: the thin forward pass against KerasHub's T5Backbone, HyperGrid inside it,
+"""HyperGridT5: the hosted T5 against KerasHub's T5Backbone, HyperGrid inside it,
 its conditioning by the layers' own self-attention, parameter counts (the paper's
 formula; T5 sizes offline), checkpoints (Hugging Face layout, .keras round trip)."""
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nemot.hypergrid.model import HyperGridT5, added_parameters
-from nemot.hypergrid.t5 import PRESET_SIZES, backbone_sizes, load_backbone, t5_parameters
+from nemot.models.t5 import PRESET_SIZES, backbone_sizes, load_backbone, t5_parameters
 from tests.hypergrid.helpers import TINY_T5, randomise, t5_inputs, tiny_backbone, write_hf_t5
 
 
@@ -72,12 +72,8 @@ def test_zero_initialised_grids_are_t5_with_one_and_a_half_ffn2(backbone, scaled
 def test_decoder_is_causal_and_examples_independent(backbone, options):
     keras.utils.set_random_seed(1)
     model = HyperGridT5(backbone, 2, options)
-    for grids in model.encoder_modulations + model.decoder_modulations:
-        for layer in grids.values():
-            randomise(layer, 0.5)
-    for token in model.encoder_task_tokens + model.decoder_task_tokens:
-        if token is not None:
-            randomise(token, 0.5)
+    for layer in model.encoder_layers + model.decoder_layers:  # grids, gates, task tokens
+        randomise(layer, 0.5)
     inputs = t5_inputs()
     logits = np.asarray(model(inputs))
     later = {k: v.copy() for k, v in inputs.items()}
@@ -137,10 +133,10 @@ def test_self_attention_conditioning_is_the_layers_attention_at_a_prepended_task
     mask = np.ones((2, 1, 5), bool)
     mask[1, 0, 3:] = False
     layers = backbone.encoder_transformer_layers
-    task_bias = model._task_bias(layers[0].self_attention, 5)
+    stack = model.stack_state(model.encoder_layers, 5)
     joined_mask = np.concatenate([np.ones((2, 1, 1), bool), mask], axis=-1)
-    for i, layer in enumerate(layers):
-        t_prime = np.asarray(model._task_attention(layer, task, h, mask, task_bias, False))
+    for i, (layer, hosted) in enumerate(zip(layers, model.encoder_layers)):
+        t_prime = np.asarray(hosted.task_attention(task, h, mask, False, stack))
         joined = np.concatenate([np.asarray(layer.self_attention_layer_norm(task[:, None])), h],
                                 axis=1)
         bias = None if i == 0 else (  # only the first layer computes the bias itself
@@ -150,9 +146,10 @@ def test_self_attention_conditioning_is_the_layers_attention_at_a_prepended_task
         np.testing.assert_allclose(t_prime, np.asarray(expected)[:, 0], atol=1e-5)
     changed = h.copy()
     changed[1, 3:] += 5.0  # padded positions of example 2
+    first = model.encoder_layers[0]
     np.testing.assert_allclose(
-        np.asarray(model._task_attention(layers[0], task, changed, mask, task_bias, False)),
-        np.asarray(model._task_attention(layers[0], task, h, mask, task_bias, False)), atol=1e-6)
+        np.asarray(first.task_attention(task, changed, mask, False, stack)),
+        np.asarray(first.task_attention(task, h, mask, False, stack)), atol=1e-6)
 
 
 def test_grid_orientation_reaches_every_hypergrid(backbone):
@@ -160,7 +157,7 @@ def test_grid_orientation_reaches_every_hypergrid(backbone):
     (eq. 3's reading); laid over the kernel it is Ĝᵀ, [B, 32, 4]."""
     model = HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 32], "orientation": "eq3",
                                       "conditioning": "task"})
-    grid = model.decoder_modulations[1]["feedforward_output_dense"]
+    grid = model.decoder_layers[1].dense["feedforward_output_dense"].hypergrid
     assert grid.orientation == "eq3"
     cond = {"task_index": np.array([0, 1], "int32")}
     np.testing.assert_allclose(np.asarray(grid.over_kernel(cond)),
@@ -220,9 +217,8 @@ def test_hugging_face_t5_directory_loads_into_t5_backbone(backbone, tmp_path):
 
 def test_saved_model_round_trip(backbone, tmp_path):
     model = HyperGridT5(backbone, 2, {"mode": "GL", "grid": [4, 8], "orientation": "eq3"})
-    for grids, token in zip(model.encoder_modulations, model.encoder_task_tokens):
-        randomise(grids["feedforward_output_dense"])
-        randomise(token)
+    for layer in model.encoder_layers:  # its grid and task token
+        randomise(layer)
     inputs = t5_inputs()
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")

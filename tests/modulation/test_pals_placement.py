@@ -7,7 +7,8 @@
 
 ``x`` the layer input. Reading ``a`` instead of ``x``, or adding the term after LN2,
 fails these tests: for :class:`nemot.layers.TransformerLayer` in both forms and for
-PALBert's BERT stack (:mod:`nemot.pals.model`).
+PALBert's BERT stack (KerasHub's layers hosting PALs, :mod:`nemot.modulation.host`),
+read through each backbone's description.
 """
 
 import keras
@@ -16,6 +17,7 @@ import pytest
 from scipy.special import erf
 
 from nemot.layers.transformer import TransformerLayer
+from nemot.modulation.host import NEMOT
 from nemot.modulation.spec import ModulationSpec
 from nemot.modulation.stack import stack_modulations
 from nemot.pals.model import PALBert
@@ -45,39 +47,42 @@ def np_gelu(x, approximate):
     return 0.5 * x * (1 + erf(x / np.sqrt(2)))
 
 
-def np_attention(x, attention, mask):
-    """Multi-head self-attention of one example: x [L, d], mask bool [L, L]."""
+def np_attention(x, part, mask):
+    """Multi-head self-attention of one example: x [L, d], mask bool [L, L]; ``part(role)``
+    gives the layer's sub-layers (:class:`nemot.modulation.host.BackboneHost`)."""
     def project(dense):
         return np.einsum("ld,dhk->lhk", x, np.asarray(dense.kernel)) + np.asarray(dense.bias)
 
-    q, k, v = (project(d) for d in (attention.query_dense, attention.key_dense,
-                                    attention.value_dense))
+    q, k, v = (project(part(role)) for role in ("query", "key", "value"))
     scores = np.einsum("qhk,phk->hqp", q, k) / np.sqrt(q.shape[-1])
     scores = np.where(mask[None], scores, -1e9)
     probs = np.exp(scores - scores.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
     context = np.einsum("hqp,phk->qhk", probs, v)
-    out = attention.output_dense
+    out = part("attention_output")
     return np.einsum("qhk,hkd->qd", context, np.asarray(out.kernel)) + np.asarray(out.bias)
 
 
-def np_layer(layer, x, mask, task):
-    """One example through ``layer`` (inference: dropout is the identity)."""
+def np_layer(host, layer, x, mask, task, parallel, approximate):
+    """One example through ``layer`` as ``host`` describes it, with the ``parallel`` terms
+    (inference: dropout is the identity)."""
+    def part(role):
+        return host.part(layer, role)
+
     def ffn(h):
-        inner, outer = layer.feedforward_intermediate_dense, layer.feedforward_output_dense
-        h = np_gelu(h @ np.asarray(inner.kernel) + np.asarray(inner.bias),
-                    layer.activation == "gelu_tanh")
+        inner, outer = part("feedforward_intermediate_dense"), part("feedforward_output_dense")
+        h = np_gelu(h @ np.asarray(inner.kernel) + np.asarray(inner.bias), approximate)
         return h @ np.asarray(outer.kernel) + np.asarray(outer.bias)
 
     def term(h):
-        return sum(pal_reference(pal, h, mask, task) for pal in layer.parallel)
+        return sum(pal_reference(pal, h, mask, task) for pal in parallel)
 
-    ln1, ln2 = layer.self_attention_layer_norm, layer.feedforward_layer_norm
-    if layer.normalize_first:
+    ln1, ln2 = part("attention_norm"), part("feedforward_norm")
+    if host.pre_ln(layer):
         normed = np_layer_norm(x, ln1)
-        a = x + np_attention(normed, layer.self_attention, mask)
+        a = x + np_attention(normed, part, mask)
         return a + ffn(np_layer_norm(a, ln2)) + term(normed)
-    a = np_layer_norm(x + np_attention(x, layer.self_attention, mask), ln1)
+    a = np_layer_norm(x + np_attention(x, part, mask), ln1)
     return np_layer_norm(a + ffn(a) + term(x), ln2)
 
 
@@ -101,7 +106,9 @@ def test_the_host_layer_adds_the_term_of_its_input_in_the_residual_sum(normalize
     x, mask, tasks = inputs(1)
     got = np.asarray(layer(x, mask, training=False, conditioning={"task_index": tasks})[0])
     for b, t in enumerate(tasks):
-        np.testing.assert_allclose(got[b], np_layer(layer, x[b], mask[b], t), atol=1e-4)
+        np.testing.assert_allclose(got[b], np_layer(NEMOT, layer, x[b], mask[b], t,
+                                                    layer.parallel, normalize_first),
+                                   atol=1e-4)
 
 
 def test_palbert_adds_each_layers_term_of_that_layers_input_inside_the_second_layernorm():
@@ -117,13 +124,14 @@ def test_palbert_adds_each_layers_term_of_that_layers_input_inside_the_second_la
          "segment_ids": np.array([[0, 0, 0, 1, 1, 1]] * 3, "int32"), "padding_mask": padding,
          "task_index": np.array([1, 0, 1], "int32")}
     got = np.asarray(model.encode(x, training=False))
-    assert all(layer.parallel for layer in model.transformer_layers)
+    hosted, bert = model.bert.transformer_layers, model.backbone
+    assert all(layer.parallel for layer in hosted)
     for b, t in enumerate(x["task_index"]):
-        h = (np.asarray(model.token_embedding.embeddings)[x["token_ids"][b]]
-             + np.asarray(model.position_embedding.position_embeddings)[:6]
-             + np.asarray(model.segment_embedding.embeddings)[x["segment_ids"][b]])
-        h = np_layer_norm(h, model.embeddings_layer_norm)
+        h = (np.asarray(bert.token_embedding.embeddings)[x["token_ids"][b]]
+             + np.asarray(bert.position_embedding.position_embeddings)[:6]
+             + np.asarray(bert.segment_embedding.embeddings)[x["segment_ids"][b]])
+        h = np_layer_norm(h, bert.embeddings_layer_norm)
         mask = np.broadcast_to(padding[b].astype(bool)[None, :], (6, 6))
-        for layer in model.transformer_layers:
-            h = np_layer(layer, h, mask, t)
+        for layer in hosted:  # KerasHub's layers, read through the BERT description
+            h = np_layer(layer.host, layer.layer, h, mask, t, layer.parallel, False)
         np.testing.assert_allclose(got[b], h, atol=1e-4)

@@ -8,7 +8,8 @@ import pytest
 from keras import ops
 from safetensors.numpy import save_file
 
-from nemot.ngt.model import BERT_LARGE_CASED, VARIANTS, NGTModel, build_ngt, load_backbone
+from nemot.models.bert import BERT_LARGE_CASED, load_backbone
+from nemot.ngt.model import VARIANTS, NGTModel, build_ngt
 from tests.ngt.helpers import TINY_BERT, random_inputs, tiny_backbone
 
 

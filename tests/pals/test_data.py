@@ -7,7 +7,8 @@ import pytest
 from nemot.data import glue
 from nemot.data.format import DataError
 from nemot.data.synthetic import minbert as synthetic
-from nemot.pals.data import Encoder, load_tokenizer, read_file, read_rows
+from nemot.data.wordpiece import load_tokenizer
+from nemot.pals.data import Encoder, read_file, read_rows
 from nemot.pals.model import build_pal_bert
 from tests.pals.helpers import (QUORA, SST, STS, all_texts, write_minbert, write_minbert_dir,
                                 write_tsv, write_vocab)

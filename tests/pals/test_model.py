@@ -47,9 +47,10 @@ def test_without_pals_the_stack_is_the_bert_backbone(hf_dir):
     # KerasHub's BertBackbone uses the tanh GELU; with it the copy is exact.
     model = build_pal_bert(str(hf_dir), tasks=TASKS, activation="gelu_tanh")
     np.testing.assert_allclose(sequence(model, x), expected, atol=2e-6)
-    assert not model.shared_modulations
+    assert not model.bert.shared_modulations
     pooled = ops.convert_to_numpy(backbone.pooled_dense(expected[:, 0]))
-    np.testing.assert_allclose(ops.convert_to_numpy(model.pooled_dense(sequence(model, x)[:, 0])),
+    np.testing.assert_allclose(ops.convert_to_numpy(
+        model.backbone.pooled_dense(sequence(model, x)[:, 0])),
                                pooled, atol=2e-6)
     # BERT's own (exact) GELU, the default, is a different function.
     exact = build_pal_bert(backbone, tasks=TASKS)
@@ -64,7 +65,7 @@ def test_pals_with_a_zero_decoder_leave_bert_exactly_unchanged(hf_dir, setting):
     model = build_pal_bert(backbone, tasks=TASKS, pals=pals)
     x = inputs()
     np.testing.assert_array_equal(sequence(model, x), sequence(plain, x))
-    hosting = [i for i, layer in enumerate(model.transformer_layers) if layer.parallel]
+    hosting = [i for i, layer in enumerate(model.bert.transformer_layers) if layer.parallel]
     assert hosting == ([1] if setting == "half" else [0, 1])  # top half of 2 layers
 
 
@@ -118,9 +119,9 @@ def test_the_pals_attention_dropout_is_the_official_0_1_and_zero_switches_it_off
     keras.utils.set_random_seed(0)
     model = PALBert(40, 2, 2, 8, 16, tasks=TASKS, pals=pals, dropout=0.0)
     model.build()
-    for w in model.shared_modulations[0].weights:  # a PAL term large enough to show
+    for w in model.bert.shared_modulations[0].weights:  # a PAL term large enough to show
         w.assign(np.random.default_rng(1).normal(0, 0.5, w.shape).astype("float32"))
-    assert {layer.parallel[0].attention_dropout for layer in model.transformer_layers} == \
+    assert {layer.parallel[0].attention_dropout for layer in model.bert.transformer_layers} == \
         {0.1 if rate is None else rate}
     x = inputs()
     first, second = (ops.convert_to_numpy(model.encode(x, training=True)) for _ in range(2))

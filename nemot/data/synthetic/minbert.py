@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+TINY_BERT = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "intermediate_size": 128, "max_position_embeddings": 64}  # a Hugging Face BERT config
 SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 POSITIVE = ("good", "great", "lovely", "fine", "warm", "funny", "smart", "bright")
 NEGATIVE = ("bad", "dull", "awful", "weak", "cold", "boring", "empty", "grim")
@@ -43,8 +45,6 @@ FILES = {"sst": "ids-sst-{}.csv", "cfimdb": "ids-cfimdb-{}.csv", "quora": "quora
 # Training examples per task (the seed's are 8,544 / 1,701 / 141,498 / 6,040: the same
 # imbalance, scaled down); dev sets are a fifth of that, at least 100.
 SIZES = {"sst": 800, "cfimdb": 300, "quora": 4000, "sts": 600}
-TINY_BERT = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-             "intermediate_size": 128, "max_position_embeddings": 64}
 
 
 def vocabulary():

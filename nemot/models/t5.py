@@ -1,4 +1,7 @@
-"""T5 checkpoints and tokenizer: a KerasHub preset (``t5_base_multi``...), a KerasHub
+"""T5: checkpoints, tokenizer, sizes, and :class:`ModulatedT5`, KerasHub's ``T5Backbone``
+hosting ``[[model.modulation]]`` specs in its encoder and decoder layers.
+
+Checkpoints and tokenizer: a KerasHub preset (``t5_base_multi``...), a KerasHub
 preset directory, a Hugging Face T5 directory (``config.json``, ``model.safetensors``
 or its sharded index, ``spiece.model``; read offline), or a table of sizes for a
 randomly initialised T5 (tests, smoke runs). :func:`backbone_sizes` and
@@ -12,6 +15,9 @@ tied embeddings); v1.1's ``gated-gelu`` (untied head) loads too.
 
 Example:
     >>> backbone = load_backbone("hf/t5-base")            # a Hugging Face directory
+    >>> model = ModulatedT5(backbone, num_tasks=8, modulation=[
+    ...     {"kind": "hypergrid", "sets": ["encoder", "decoder"], "mode": "LG",
+    ...      "grid": [32, 128], "conditioning": "self_attention"}])
     >>> tokenizer = load_tokenizer("hf/t5-base")
     >>> backbone = load_backbone({"vocabulary_size": 64, "num_layers": 2, "num_heads": 2,
     ...                           "hidden_dim": 16, "intermediate_dim": 32})
@@ -21,7 +27,12 @@ import json
 import os
 from pathlib import Path
 
+import keras
 import numpy as np
+from keras import ops
+
+from nemot.modulation.host import T5, host_stack
+from nemot.modulation.spec import ModulationSpec
 
 # Sizes of the original T5 checkpoints (Raffel et al. 2020, Table 14), for configs and
 # parameter counts without a download.
@@ -234,3 +245,108 @@ def from_hugging_face(source, dropout=0.1):
                              f"gives {tuple(variable.shape)}")
         variable.assign(value)
     return backbone
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class ModulatedT5(keras.Model):
+    """T5 (a KerasHub ``T5Backbone``, its own layers and weights) with modulations hosted
+    in its layers (:mod:`nemot.modulation.host`; the stacks are ``"encoder"`` and
+    ``"decoder"`` in the specs' ``sets``). Without modulations it is ``T5Backbone``.
+
+    Reading order, per stack::
+
+        x = dropout(embed(ids))
+        for each layer: x = layer(x)                   # hosted: T5TransformerLayer's own
+        x = dropout(final_norm(x))                     # sub-layers, modulated where named
+        logits = embedding^T (x · d^-0.5)              # tied head, as T5 v1.0
+
+    The encoder's attention mask is a key mask (per-example conditioning); the decoder's
+    is causal (per-position conditioning: no position reads later target tokens). A
+    model hosting modulations that mix positions decodes by rerunning the decoder over
+    the target prefix (no key/value cache).
+
+    Args:
+        backbone: a ``keras_hub.models.T5Backbone`` (or its serialised config).
+        num_tasks: tasks of the per-task weights (``task_index`` in the inputs).
+        modulation: :class:`nemot.modulation.ModulationSpec` s or their TOML tables.
+
+    Call it on ``encoder_token_ids``, ``encoder_padding_mask``, ``decoder_token_ids``,
+    ``decoder_padding_mask`` (int [B, L]) and ``task_index`` (int [B]); it returns the
+    logits [B, L_dec, vocab].
+    """
+
+    def __init__(self, backbone, num_tasks=1, modulation=(), **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(backbone, dict):
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        self.backbone = backbone
+        self.num_tasks = int(num_tasks)
+        self.modulation = tuple(ModulationSpec.from_dict(spec, "modulation")
+                                for spec in modulation)
+        common = dict(specs=self.modulation, num_tasks=self.num_tasks,
+                      dtype=backbone.dtype_policy)
+        self.encoder_layers, self.encoder_shared = host_stack(
+            T5, backbone.encoder_transformer_layers, stack="encoder", **common)
+        self.decoder_layers, self.decoder_shared = host_stack(
+            T5, backbone.decoder_transformer_layers, stack="decoder", **common)
+        self.built = True  # the backbone is built by KerasHub, the modulations by their host
+
+    def stack_state(self, layers, length):
+        """The stack's tensors its layers read: the relative position bias
+        [1, heads, L, L] and, when a layer has a task token, that of position 0 over
+        0..L [1, heads, 1, L + 1]."""
+        first = layers[0].layer.self_attention
+        state = {"position_bias": first.compute_bias(length, length)}
+        if any(layer.task_token is not None for layer in layers):
+            state["task_bias"] = first.compute_bias(length + 1, length + 1)[:, :, :1, :]
+        return state
+
+    def encode(self, token_ids, padding_mask, task_index, training=None):
+        """The encoder output [B, L, d]."""
+        bb = self.backbone
+        mask = ops.cast(padding_mask, "bool")[:, None, :]
+        x = bb.encoder_embedding_dropout(bb.token_embedding(token_ids), training=training)
+        state = self.stack_state(self.encoder_layers, ops.shape(token_ids)[1])
+        for layer in self.encoder_layers:
+            x = layer(x, mask, conditioning={"task_index": task_index}, training=training,
+                      stack=state)
+        return bb.encoder_dropout(bb.encoder_layer_norm(x), training=training)
+
+    def decode(self, encoder_output, encoder_padding_mask, token_ids, padding_mask, task_index,
+               training=None):
+        """The decoder output [B, L_dec, d] (teacher forcing over ``token_ids``)."""
+        bb = self.backbone
+        length = ops.shape(token_ids)[1]
+        positions = ops.arange(length)
+        causal = positions[:, None] >= positions[None, :]
+        mask = ops.logical_and(causal[None], ops.cast(padding_mask, "bool")[:, None, :])
+        x = bb.decoder_embedding_dropout(bb.token_embedding(token_ids), training=training)
+        state = self.stack_state(self.decoder_layers, length)
+        state.update(encoder_output=encoder_output,
+                     encoder_mask=ops.cast(encoder_padding_mask, "bool")[:, None, :])
+        for layer in self.decoder_layers:
+            x = layer(x, mask, conditioning={"task_index": task_index}, training=training,
+                      stack=state)
+        return bb.decoder_dropout(bb.decoder_layer_norm(x), training=training)
+
+    def logits(self, decoder_output):
+        """The LM head (T5 rescales by d^-0.5 when the head is the tied embedding)."""
+        bb = self.backbone
+        if bb.tie_embedding_weights:
+            decoder_output = decoder_output * ops.cast(bb.hidden_dim ** -0.5,
+                                                       decoder_output.dtype)
+        return bb.token_embedding(decoder_output, reverse=True)
+
+    def call(self, inputs, training=None):
+        task_index = ops.cast(inputs["task_index"], "int32")
+        encoder_output = self.encode(inputs["encoder_token_ids"], inputs["encoder_padding_mask"],
+                                     task_index, training)
+        decoder_output = self.decode(encoder_output, inputs["encoder_padding_mask"],
+                                     inputs["decoder_token_ids"], inputs["decoder_padding_mask"],
+                                     task_index, training)
+        return self.logits(decoder_output)
+
+    def get_config(self):
+        return {"backbone": keras.saving.serialize_keras_object(self.backbone),
+                "num_tasks": self.num_tasks,
+                "modulation": [spec.to_dict() for spec in self.modulation], "name": self.name}
