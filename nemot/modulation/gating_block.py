@@ -78,19 +78,27 @@ class GatingBlock(keras.layers.Layer):
             for i in range(num_layers)
         ]
 
-    def build(self, h_shape, padding_mask_shape=None, aux_shape=None, aux_mask_shape=None):
+    def build(self, h_shape, padding_mask_shape=None, aux_shape=None, aux_mask_shape=None,
+              attention_mask_shape=None):
         for layer in self.gating_layers:
             layer.build(h_shape)
         self.built = True
 
-    def call(self, h, padding_mask, aux=None, aux_mask=None, training=None):
-        """``h``: [batch, L, d] output of layer k; ``aux``: [batch, a, d] auxiliary embeddings."""
+    def call(self, h, padding_mask, aux=None, aux_mask=None, attention_mask=None,
+             training=None):
+        """``h``: [batch, L, d] output of layer k; ``aux``: [batch, a, d] auxiliary embeddings.
+
+        ``attention_mask``: optional bool [batch, L, L] over ``h`` (True = may attend), e.g.
+        causal in a decoder; every position still sees the auxiliary tokens, which see
+        each other only. None: bidirectional (BERT, the paper)."""
         g, mask = h, padding_mask
         if self.num_aux_tokens:
             g = ops.concatenate([aux, h], axis=1)
             mask = ops.concatenate([aux_mask, padding_mask], axis=1)
+            if attention_mask is not None:
+                attention_mask = _with_aux(attention_mask, self.num_aux_tokens)
         for layer in self.gating_layers:
-            g = layer(g, padding_mask=mask, training=training)
+            g = layer(g, padding_mask=mask, attention_mask=attention_mask, training=training)
         g = g[:, self.num_aux_tokens :, :]
         if self.neuromodulated:
             return ops.sigmoid(g) * h
@@ -101,3 +109,14 @@ class GatingBlock(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), **self._config}
+
+
+def _with_aux(attention_mask, num_aux):
+    """[B, L, L] -> [B, a + L, a + L]: the auxiliary rows see the auxiliary columns, the
+    other rows see them too and keep their own mask (NeMoT's ``<dec>`` rule)."""
+    batch, length = ops.shape(attention_mask)[0], ops.shape(attention_mask)[1]
+    aux_rows = ops.concatenate([ops.ones((batch, num_aux, num_aux), "bool"),
+                                ops.zeros((batch, num_aux, length), "bool")], axis=2)
+    text_rows = ops.concatenate([ops.ones((batch, length, num_aux), "bool"),
+                                 ops.cast(attention_mask, "bool")], axis=2)
+    return ops.concatenate([aux_rows, text_rows], axis=1)
