@@ -21,6 +21,8 @@ and Welch's t-test between variants, beside the paper's numbers.
 - optionally ``synthetic(experiment) -> bool``: the runs read generated data (a config
   may also say so with the top-level key ``synthetic = true``). Reports of such runs
   show no paper numbers: a number on generated data is not comparable with the paper's.
+- optionally ``BASELINE = "<variant>"``: every test against it reads "X vs <baseline>",
+  the difference being X minus the baseline, and the figure marks its means.
 
 ``reproduction`` may also be a dotted module path, for experiments outside the package.
 
@@ -28,13 +30,17 @@ and Welch's t-test between variants, beside the paper's numbers.
 
     runs.json                      reproduction, config, overrides, variants, seeds
     <variant>/seed<k>/metrics.json {metric: value}, written when the run finished
-    report.md, report.json         from :func:`write_report`
+    report.md, report.json         from :func:`write_report` (valid JSON: NaN is null)
+    comparison.png                 every metric's means with their 95% CIs (and, where the
+                                   runs report ``score`` and ``added_parameters``, the one
+                                   against the other), from :func:`plot_report`
 
 Example:
     >>> out = run_config("configs/modact/names_lstm.toml", seeds=[0, 1])
     >>> print(write_report(out))
 """
 
+import copy
 import dataclasses
 import importlib
 import itertools
@@ -57,6 +63,7 @@ REPRODUCTIONS = {
     "ngt": "nemot.ngt.experiment",
     "pals": "nemot.pals.experiment",
     "hypergrid": "nemot.hypergrid.experiment",
+    "compare": "nemot.compare.experiment",
 }
 MANIFEST = "runs.json"
 METRICS = "metrics.json"
@@ -91,12 +98,22 @@ def read_config(path):
 
 def apply_overrides(raw, overrides, tables, source="config"):
     """A copy of the TOML dict ``raw`` with ``KEY=VALUE`` overrides applied: top-level
-    keys (``seeds=[0, 1]``) or ``<table>.<key>`` for one of ``tables``
-    (``train.epochs=1``); values are TOML, else strings."""
+    keys (``seeds=[0, 1]``), ``<table>.<key>`` for one of ``tables``
+    (``train.epochs=1``) or ``variants.<name>.<key>`` (one variant's value); values are
+    TOML, else strings."""
     from nemot.training.run_config import parse_override
 
-    raw = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    raw = copy.deepcopy(raw)
     for text in overrides:
+        key, _, rest = text.partition("=")
+        parts = key.strip().split(".")
+        if len(parts) == 3 and parts[0] == "variants":
+            variant = raw.setdefault("variants", {}).get(parts[1])
+            if not isinstance(variant, dict):
+                raise ValueError(f"{source}: override {text!r}: no [variants.{parts[1]}]; "
+                                 f"expected one of {sorted(raw['variants'])}")
+            variant[parts[2]] = parse_override(f"{parts[2]}={rest}")[1]
+            continue
         path, value = parse_override(text)
         if len(path) == 2 and path[0] not in tables:
             raise ValueError(f"{source}: override {text!r}: expected a top-level key or one "
@@ -129,6 +146,21 @@ def protocol_keys(raw, tables, source="config"):
                          "variant")
     return {"name": raw["name"], "output_dir": raw["output_dir"], "seeds": tuple(seeds),
             "variants": variants}
+
+
+def table(cls, values, where):
+    """``cls(**values)`` for a dataclass ``cls`` and a config table; unknown keys and bad
+    values raise naming ``where`` (``"configs/x.toml: [train]"``)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"{where}: expected a table, got {values!r}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(known)}")
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def reproduction_of(path):
@@ -384,7 +416,7 @@ def report(output_dir):
                 dataclasses.asdict(s), values=values, paper=paper)
             lines.append(f"| {variant} | {s.n} | {_fmt(s.mean)} ± {_fmt(s.sd)} | "
                          f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}] | {_fmt(paper)} |")
-        pairs = [(a, b) for a, b in itertools.combinations(variants, 2)
+        pairs = [(a, b) for a, b in _pairs(variants, getattr(module, "BASELINE", None))
                  if results[a].get(metric) and results[b].get(metric)]
         if pairs:
             lines += ["", "| variants | difference | Welch t | df | p | Hedges' g |",
@@ -405,9 +437,114 @@ def report(output_dir):
     return "\n".join(lines), data
 
 
+def _pairs(variants, baseline):
+    """Every pair of variants; a pair with ``baseline`` is ``(other, baseline)`` and comes
+    first, so that its difference reads "other minus baseline"."""
+    pairs = list(itertools.combinations(variants, 2))
+    if baseline not in variants:
+        return pairs
+    against = [(b, a) if a == baseline else (a, b) for a, b in pairs if baseline in (a, b)]
+    return against + [p for p in pairs if baseline not in p]
+
+
+def json_safe(value):
+    """``value`` with every NaN or infinity replaced by None (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def write_report(output_dir):
-    """Write ``report.md`` and ``report.json`` into ``output_dir``; returns the markdown."""
+    """Write ``report.md``, ``report.json`` and the figure ``comparison.png`` into
+    ``output_dir``; returns the markdown."""
     text, data = report(output_dir)
+    module = experiment_module(data["manifest"]["reproduction"], source=str(output_dir))
+    plot_report(data, Path(output_dir, FIGURE), getattr(module, "BASELINE", None))
+    text += f"\n![every metric's mean and 95% CI]({FIGURE})\n"
     Path(output_dir, "report.md").write_text(text + "\n")
-    Path(output_dir, "report.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
+    Path(output_dir, "report.json").write_text(
+        json.dumps(json_safe(data), indent=2, default=str, allow_nan=False) + "\n")
     return text
+
+
+# ------------------------------------------------------------------- figure
+
+FIGURE = "comparison.png"
+# Drawn against each other when both are reported (issue 28: the cost of a mechanism).
+SCORE_AND_COST = ("score", "added_parameters")
+
+
+def plot_report(data, path, baseline=None):
+    """Draw ``data`` (:func:`report`'s) into the PNG ``path``: one panel per metric with
+    each variant's mean and 95% CI (a variant with one run: its value, no interval), the
+    baseline's mean as a dashed line; plus ``score`` against ``added_parameters`` where
+    both are reported."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    summary = data["summary"]
+    variants = list(summary)
+    metrics = list(dict.fromkeys(m for v in variants for m in summary[v]))
+    scatter = all(m in metrics for m in SCORE_AND_COST)
+    panels = len(metrics) + scatter
+    columns = min(panels, 3)
+    rows = math.ceil(panels / columns)
+    figure = Figure(figsize=(4.6 * columns, 0.4 * len(variants) * rows + 1.6 * rows),
+                    layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for ax, metric in zip(axes, metrics):
+        _interval_panel(ax, summary, variants, metric, baseline)
+    if scatter:
+        _cost_panel(axes[len(metrics)], summary, variants)
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    name = data["manifest"]["name"]
+    figure.suptitle(f"{name}: mean and 95% CI over seeds")
+    figure.savefig(path, dpi=120)
+    return path
+
+
+def _interval(entry):
+    """``(mean, [low error], [high error])`` of a summary entry (no error with one run)."""
+    mean, low, high = entry["mean"], entry["ci_low"], entry["ci_high"]
+    if low is None or math.isnan(low):
+        return mean, 0.0, 0.0
+    return mean, mean - low, high - mean
+
+
+def _interval_panel(ax, summary, variants, metric, baseline):
+    shown = [v for v in variants if metric in summary[v]]
+    for y, variant in enumerate(shown):
+        mean, low, high = _interval(summary[variant][metric])
+        ax.errorbar(mean, y, xerr=[[low], [high]], fmt="o", capsize=3,
+                    color="0.4" if variant == baseline else "C0")
+    if baseline in shown:
+        ax.axvline(summary[baseline][metric]["mean"], color="0.6", linestyle="--",
+                   linewidth=1)
+    ax.set_yticks(range(len(shown)), shown)
+    ax.set_ylim(len(shown) - 0.5, -0.5)
+    ax.set_title(metric)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def _cost_panel(ax, summary, variants):
+    score, cost = SCORE_AND_COST
+    for i, variant in enumerate(v for v in variants if score in summary[v]
+                                and cost in summary[v]):
+        mean, low, high = _interval(summary[variant][score])
+        x = summary[variant][cost]["mean"]
+        ax.errorbar(x, mean, yerr=[[low], [high]], fmt="o", capsize=3, color=f"C{i}",
+                    label=variant)
+    costs = [summary[v][cost]["mean"] for v in variants if cost in summary[v]]
+    # Linear below the smallest added cost, logarithmic above: 0 and 10^6 side by side.
+    ax.set_xscale("symlog", linthresh=min([c for c in costs if c > 0] or [1.0]))
+    ax.set_xlabel(f"{cost} (symmetric log)")
+    ax.set_ylabel(score)
+    ax.set_title(f"{score} against {cost}")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)

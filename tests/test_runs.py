@@ -24,7 +24,8 @@ B = [0.7749, 0.7601, 0.7812, 0.7688, 0.7702, 0.7655]
 
 PAPER = {"tiny/modulated": {"accuracy": 0.779}, "plain": {"accuracy": 0.775}}
 PAPER_NOTES = {"tiny": "made-up numbers"}
-BASE = {"modulated": 0.80, "plain": 0.70}
+BASELINE = "plain"
+BASE = {"modulated": 0.80, "plain": 0.70, "other": 0.75}
 
 
 def load(path, overrides=()):
@@ -45,11 +46,11 @@ def run_one(experiment, variant, seed, run_dir):
     return {"accuracy": BASE[variant] + 0.01 * seed + 0.003 * seed ** 2, "loss": 1.0 + seed}
 
 
-def tiny_config(tmp_path, seeds=(0, 1, 2), head=""):
+def tiny_config(tmp_path, seeds=(0, 1, 2), head="", variants=("modulated", "plain")):
     path = tmp_path / "tiny.toml"
     path.write_text(f'{head}reproduction = "tests.test_runs"\nname = "tiny"\n'
                     f'output_dir = "{tmp_path / "out"}"\nseeds = {list(seeds)}\n'
-                    '[variants.modulated]\n[variants.plain]\n')
+                    + "".join(f"[variants.{v}]\n" for v in variants))
     return path
 
 
@@ -154,6 +155,49 @@ def test_separate_processes_write_the_same_runs(tmp_path):
     assert manifest["seeds"] == [3, 4] and manifest["variants"] == ["modulated", "plain"]
 
 
+def test_every_variant_is_tested_against_the_baseline_as_variant_minus_baseline(tmp_path):
+    # The baseline comes first in the config; its pairs still read "X vs plain", X - plain.
+    config = tiny_config(tmp_path, seeds=[0, 1], variants=("plain", "modulated", "other"))
+    _, data = runs.report(runs.run_config(config, log=lambda line: None))
+    tests = data["tests"]["accuracy"]
+    assert list(tests) == ["modulated vs plain", "other vs plain", "modulated vs other"]
+    assert tests["modulated vs plain"]["difference"] == pytest.approx(0.10)
+    assert tests["other vs plain"]["t"] > 0 and tests["other vs plain"]["hedges_g"] > 0
+
+
+def test_the_report_is_valid_json_and_draws_the_figure(tmp_path):
+    out = runs.run_config(tiny_config(tmp_path, seeds=[0]), log=lambda line: None)
+    text = runs.write_report(out)
+
+    def refuse(constant):
+        raise ValueError(f"{constant} in report.json")
+
+    data = json.loads((out / "report.json").read_text(), parse_constant=refuse)
+    one = data["summary"]["plain"]["accuracy"]
+    assert one["n"] == 1 and one["sd"] is None and one["ci_low"] is None  # NaN -> null
+    assert data["tests"]["accuracy"]["modulated vs plain"]["p"] is None
+    assert runs.json_safe({"a": [math.inf, 1.0], "b": math.nan}) == {"a": [None, 1.0],
+                                                                     "b": None}
+    figure = out / runs.FIGURE
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and runs.FIGURE in text
+
+
+def test_the_figure_shows_every_metric_and_score_against_cost(tmp_path):
+    from matplotlib.image import imread
+
+    summary = {v: {m: {"n": 3, "mean": mean, "sd": 0.01, "ci_low": mean - 0.02,
+                       "ci_high": mean + 0.02} for m, mean in metrics.items()}
+               for v, metrics in {"none": {"score": 0.5, "added_parameters": 0.0},
+                                  "pals": {"score": 0.55, "added_parameters": 5000.0}}.items()}
+    data = {"manifest": {"name": "x"}, "summary": summary}
+    two = imread(runs.plot_report(data, tmp_path / "two.png", baseline="none"))
+    summary_without_cost = {v: {"score": m["score"]} for v, m in summary.items()}
+    one = imread(runs.plot_report({"manifest": {"name": "x"}, "summary": summary_without_cost},
+                                  tmp_path / "one.png"))
+    # two metrics and the score-against-cost panel: three panels side by side; one without
+    assert two.shape[1] > 2.5 * one.shape[1]
+
+
 def test_bad_configs_and_directories_are_named(tmp_path):
     config = tiny_config(tmp_path)
     with pytest.raises(ValueError, match="variants \\['other'\\]: expected some of"):
@@ -174,6 +218,13 @@ def test_bad_configs_and_directories_are_named(tmp_path):
         runs.apply_overrides({}, ["loss.x=1"], ("train",), "cfg")
     assert runs.apply_overrides({"train": {"a": 1}}, ["train.b=[1, 2]", "seeds=[4]"],
                                 ("train",)) == {"train": {"a": 1, "b": [1, 2]}, "seeds": [4]}
+    raw = {"variants": {"pals": {"hidden_size": 204}}}
+    assert runs.apply_overrides(raw, ["variants.pals.hidden_size=6"], ()) == {
+        "variants": {"pals": {"hidden_size": 6}}}
+    assert raw["variants"]["pals"]["hidden_size"] == 204  # the config itself is untouched
+    with pytest.raises(ValueError, match="cfg: override 'variants.x.y=1': no "
+                                         "\\[variants.x\\]; expected one of \\['pals'\\]"):
+        runs.apply_overrides(raw, ["variants.x.y=1"], (), "cfg")
     with pytest.raises(FileNotFoundError, match="no runs.json"):
         runs.report(tmp_path)
     out = tmp_path / "out"

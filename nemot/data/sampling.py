@@ -134,3 +134,31 @@ def sampled_batches(make_iterator, sampler, start_step=0):
                 iterators[task] = iter(make_iterator(task, counts[task]))
             yield task, next(iterators[task])
         step += BLOCK
+
+
+def shuffled_batches(size, batch_size, seed, start_batch=0):
+    """Index arrays of one task's batches forever, from batch ``start_batch``.
+
+    Each pass over the ``size`` examples is its own permutation, seeded by ``seed`` (an
+    int or a sequence, e.g. ``[run seed, task index]``) and the pass; a batch may straddle
+    two passes. Batch ``b`` is the same whatever ``start_batch`` the stream starts from,
+    so a resumed run continues exactly (with :func:`sampled_batches`).
+
+    Example:
+        >>> next(shuffled_batches(5, 4, seed=[0, 1])).shape
+        (4,)
+    """
+    if size < 1 or batch_size < 1:
+        raise ValueError(f"shuffled_batches: size={size}, batch_size={batch_size}: expected >= 1")
+    seed = list(np.atleast_1d(seed).tolist())
+
+    def permutation(epoch):
+        return np.random.default_rng([*seed, epoch]).permutation(size)
+
+    b = int(start_batch)
+    while True:
+        first = b * batch_size
+        last = first + batch_size
+        yield np.concatenate([permutation(epoch)[max(first - epoch * size, 0):last - epoch * size]
+                              for epoch in range(first // size, (last - 1) // size + 1)])
+        b += 1

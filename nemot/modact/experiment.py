@@ -146,31 +146,17 @@ class Experiment:
     source: str = "<dict>"
 
 
-def _fields(cls, values, where):
-    """``cls(**values)``; unknown keys and bad values raise naming ``where``."""
-    if not isinstance(values, dict):
-        raise ValueError(f"{where}: expected a table, got {values!r}")
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(known)}")
-    try:
-        return cls(**values)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{where}: {error}") from None
-
-
 def from_dict(raw, source="<dict>"):
     """An :class:`Experiment` from a TOML-shaped dict; errors name ``source`` and the key."""
     protocol = runs.protocol_keys(raw, TABLES, source)
     model = dict(raw.get("model", {}))
     variants = protocol["variants"]
     common = dict(protocol, model=model, source=source)
-    experiment = Experiment(**common,
-                            data=_fields(DataConfig, raw.get("data", {}), f"{source}: [data]"),
-                            train=_fields(TrainConfig, raw.get("train", {}), f"{source}: [train]"))
+    experiment = Experiment(
+        **common, data=runs.table(DataConfig, raw.get("data", {}), f"{source}: [data]"),
+        train=runs.table(TrainConfig, raw.get("train", {}), f"{source}: [train]"))
     for name, table in variants.items():  # every variant must make a valid model config
-        _fields(models.ModelConfig, {**model, **table}, f"{source}: variants.{name}")
+        runs.table(models.ModelConfig, {**model, **table}, f"{source}: variants.{name}")
     return experiment
 
 
@@ -194,7 +180,7 @@ def model_config(experiment, variant, splits):
               "num_classes": splits.num_classes, "vocab_size": splits.vocab_size}
     if splits.input_shape:
         values["input_shape"] = splits.input_shape
-    return _fields(models.ModelConfig, values, f"{experiment.source}: variants.{variant}")
+    return runs.table(models.ModelConfig, values, f"{experiment.source}: variants.{variant}")
 
 
 def data_source(experiment, splits, seed):

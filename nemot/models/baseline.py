@@ -11,7 +11,7 @@ from nemot.models.gpt2 import GPT2_SIZES, config_from_gpt2, load_vanilla_set
 from nemot.models.losses import CombinedLossMixin, NeMoTLoss
 from nemot.models.nemot import as_config, text_masks
 from nemot.models.weights import count_weights
-from nemot.modulation.base import HostsModulations
+from nemot.modulation.base import HostsModulations, task_index
 
 
 @keras.saving.register_keras_serializable(package="nemot")
@@ -65,14 +65,26 @@ class GPT2Baseline(PresetMixin, DatasetFitMixin, CombinedLossMixin, HostsModulat
                 pos_tags=None, training=None):
         """GPT-2 over the text (always causal), with an optional cache; see
         :meth:`nemot.models.NeMoT.forward`."""
-        is_enc = ops.zeros((ops.shape(text_ids)[0],), "bool")
-        text_mask, _ = text_masks(text_valid, is_enc, cache_update_index,
-                                  ops.shape(text_ids)[1], vocab.NUM_AUX, with_aux=False)
-        out = self.vanilla_set(text_ids, text_mask, cache=cache and cache["vanilla"],
-                               cache_update_index=cache_update_index, training=training)
+        out = self.vanilla_set(text_ids, self.text_mask(text_ids, text_valid, cache_update_index),
+                               cache=cache and cache["vanilla"],
+                               cache_update_index=cache_update_index, training=training,
+                               conditioning=self.conditioning(aux_ids))
         out, vanilla_cache = (out, None) if cache is None else out
         new_cache = None if cache is None else {"vanilla": vanilla_cache}
         return {"logits": self.head(out)}, new_cache
+
+    @staticmethod
+    def text_mask(text_ids, text_valid, cache_update_index=0):
+        """GPT-2's causal mask of the queries ``text_ids`` (padding masked)."""
+        is_enc = ops.zeros((ops.shape(text_ids)[0],), "bool")
+        return text_masks(text_valid, is_enc, cache_update_index, ops.shape(text_ids)[1],
+                          vocab.NUM_AUX, with_aux=False)[0]
+
+    def conditioning(self, aux_ids):
+        """What the hosted modulations (``config.modulation`` on the ``vanilla`` set) read:
+        the task index of each example's task token, as in NeMoT."""
+        return {"task_index": task_index(aux_ids[:, vocab.TASK_POSITION],
+                                         self.config.task_token_ids)}
 
     def init_cache(self, batch_size, text_length, dtype=None):
         cfg = self.config

@@ -35,7 +35,7 @@ The layers (all ``keras.ops``, so they run on every Keras backend):
 import keras
 from keras import ops
 
-from nemot.modulation.base import Modulation, require
+from nemot.modulation.base import Modulation, per_task, require, task_dense
 
 
 def tanhshrink(x):
@@ -298,6 +298,11 @@ class ModulatedFFN(Modulation):
         modulator_initializer: of ``W_M``; default zeros, except for tanhshrink
             (``tanhshrink`` and its slope are 0 at 0, so zero weights would never
             train): Glorot uniform. ``b_M`` starts at zero.
+        per_task: one modulator per task: ``W_M`` and ``b_M`` stacked [tasks, ...]
+            (``modulator_kernel``, ``modulator_bias``) and each example takes its own
+            task's rows (``conditioning["task_index"]``), so the slope of every unit
+            depends on the input *and* the task (the multi-task comparison's form; the
+            paper's networks had one task).
 
     Example (TOML, NeMoT's output set modulated by the neuromodulatory output)::
 
@@ -311,7 +316,7 @@ class ModulatedFFN(Modulation):
     site = "activation"
 
     def __init__(self, mod_units=1, tau="2sigmoid", context="input", position="pre",
-                 modulator_initializer=None, **kwargs):
+                 modulator_initializer=None, per_task=False, **kwargs):
         super().__init__(**kwargs)
         if mod_units not in MOD_UNITS:
             raise ValueError(f"mod_units={mod_units!r}: expected one of {MOD_UNITS}")
@@ -325,13 +330,22 @@ class ModulatedFFN(Modulation):
         if modulator_initializer is None:
             modulator_initializer = "glorot_uniform" if tau == "tanhshrink" else "zeros"
         self.modulator_initializer = modulator_initializer
+        self.per_task = bool(per_task)
 
     @classmethod
     def needs(cls, options):
-        return ("context_tokens",) if options.get("context") == "neuromodulatory" else ()
+        return (("context_tokens",) if options.get("context") == "neuromodulatory" else ()) \
+            + (("task_index",) if options.get("per_task") else ())
 
     def build(self, h_shape, x_shape):
         units = h_shape[-1] if self.mod_units == "d_ff" else 1
+        if self.per_task:
+            self.modulator_kernel = self.add_weight(
+                (self.num_tasks, x_shape[-1], units), self.modulator_initializer,
+                name="modulator_kernel")
+            self.modulator_bias = self.add_weight((self.num_tasks, units), "zeros",
+                                                  name="modulator_bias")
+            return
         # EinsumDense as the host's projections: Dense has no XLA gradient inside the
         # ops.cond that routes NeMoT's output blocks.
         self.modulator = keras.layers.EinsumDense(
@@ -345,12 +359,17 @@ class ModulatedFFN(Modulation):
         if self.context == "neuromodulatory":
             context = ops.cast(require(conditioning, "context_tokens", "ModulatedFFN"),
                                x.dtype)
-        gain = self.tau_fn(self.modulator(context))
-        return modulate(h, gain, activation, self.position)
+        if self.per_task:
+            index = require(conditioning, "task_index", "ModulatedFFN(per_task=True)")
+            z = task_dense(context, per_task(self.modulator_kernel, index),
+                           per_task(self.modulator_bias, index))
+        else:
+            z = self.modulator(context)
+        return modulate(h, self.tau_fn(z), activation, self.position)
 
     def get_config(self):
         config = super().get_config()
         config.update(mod_units=self.mod_units, tau=self.tau, context=self.context,
-                      position=self.position,
+                      position=self.position, per_task=self.per_task,
                       modulator_initializer=self.modulator_initializer)
         return config

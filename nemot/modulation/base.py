@@ -217,6 +217,13 @@ def per_task(weights, index):
     return ops.take(weights, index, axis=0)
 
 
+def task_dense(x, kernels, biases):
+    """``x W_t + b_t`` with each example's own task rows (from :func:`per_task`):
+    x [B, L, i], kernels [B, i, o], biases [B, o] -> [B, L, o]."""
+    y = ops.einsum("bli,bio->blo", x, ops.cast(kernels, x.dtype))
+    return y + ops.cast(biases, x.dtype)[:, None, :]
+
+
 def dense_or_modulated(name, equation, output_shape, bias_axes, input_shape, replacements,
                        kernel_regularizer=None, dtype=None):
     """The projection ``name``: a built ``EinsumDense``, or the dense-site modulation

@@ -87,14 +87,18 @@ class GatingBlock(Modulation):
         self.built = True
 
     def call(self, h, conditioning=None, attention_mask=None, training=None):
-        """``h``: [B, L, d] output of the hosting layer; ``attention_mask``: bool [B, Lq, L]
-        (a key mask [B, 1, L] with auxiliary tokens)."""
+        """``h``: [B, L, d] output of the hosting layer; ``attention_mask``: bool, True = may
+        attend: a key mask [B, 1, L] (bidirectional, BERT and the paper: the auxiliary
+        positions see the text too), or [B, L, L] (e.g. causal in a decoder: every position
+        still sees the auxiliary tokens, which see each other only)."""
         g, mask = h, attention_mask
         if self.num_aux_tokens:
             who = f"GatingBlock {self.name!r}"
             aux = require(conditioning, "aux_tokens", who)
             g = ops.concatenate([ops.cast(aux, h.dtype), h], axis=1)
-            mask = ops.concatenate([require(conditioning, "aux_mask", who), mask], axis=-1)
+            if mask is None:
+                mask = ops.ones((ops.shape(h)[0], 1, ops.shape(h)[1]), "bool")
+            mask = _with_aux(mask, require(conditioning, "aux_mask", who))
         for layer in self.gating_layers:
             g = layer(g, attention_mask=mask, training=training)
         g = g[:, self.num_aux_tokens:, :]
@@ -107,3 +111,21 @@ class GatingBlock(Modulation):
 
     def get_config(self):
         return {**super().get_config(), **self._config}
+
+
+def _with_aux(attention_mask, aux_mask):
+    """The mask over ``[aux; h]`` from the mask over ``h`` and the auxiliary key mask
+    ``aux_mask`` [B, 1, a]: a key mask [B, 1, L] gains the auxiliary keys; a full mask
+    [B, L, L] becomes [B, a + L, a + L], whose auxiliary rows see the auxiliary columns
+    only and whose other rows see them too and keep their own mask (NeMoT's ``<dec>``
+    rule)."""
+    aux_mask = ops.cast(aux_mask, "bool")
+    if attention_mask.shape[1] == 1:
+        return ops.concatenate([aux_mask, ops.cast(attention_mask, "bool")], axis=-1)
+    batch, length = ops.shape(attention_mask)[0], ops.shape(attention_mask)[1]
+    num_aux = aux_mask.shape[-1]
+    aux_rows = ops.concatenate([ops.broadcast_to(aux_mask, (batch, num_aux, num_aux)),
+                                ops.zeros((batch, num_aux, length), "bool")], axis=2)
+    text_rows = ops.concatenate([ops.broadcast_to(aux_mask, (batch, length, num_aux)),
+                                 ops.cast(attention_mask, "bool")], axis=2)
+    return ops.concatenate([aux_rows, text_rows], axis=1)

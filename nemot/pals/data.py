@@ -2,13 +2,8 @@
 
 Two distributions, read as published (one declarative :class:`Layout` per task):
 
-- **CS224N minBERT default project** (``data/`` of the project; seed s.5.1): tab-separated
-  with an unnamed index column, quoted as Python's ``csv`` writes (the project reads them
-  with ``csv.DictReader(delimiter="\\t")``): ``ids-sst-{split}.csv`` and
-  ``ids-cfimdb-{split}.csv`` (``id``, ``sentence``, ``sentiment``), ``quora-{split}.csv``
-  (``id``, ``sentence1``, ``sentence2``, ``is_duplicate`` as ``0.0``/``1.0``),
-  ``sts-{split}.csv`` (``id``, ``sentence1``, ``sentence2``, ``similarity`` in [0, 5]).
-  Splits ``train``, ``dev``, ``test-student`` (no label column).
+- **CS224N minBERT default project** (``data/`` of the project; seed s.5.1): read by
+  the shared reader :mod:`nemot.data.minbert` (its layouts and :func:`read_file` live there).
 - **GLUE** (``SST-2/``, ``QQP/``, ``STS-B/`` with ``{train,dev,test}.tsv``, unquoted):
   SST-2 ``sentence``, ``label``; QQP ``id``, ``question1``, ``question2``,
   ``is_duplicate``; STS-B ``index``, ``sentence1``, ``sentence2``, ``score``. Test files
@@ -27,53 +22,19 @@ Example:
     ('UN chief welcomes ...', 'UN chief condemns ...', 1.0)
 """
 
-import csv
-import dataclasses
 import itertools
-from pathlib import Path
 
 import numpy as np
 
-from nemot.data import glue
-from nemot.data.format import DataError
+from nemot.data import glue, minbert
+from nemot.data.minbert import Layout, Rows
 from nemot.data.sampling import sampled_batches
 from nemot.data.wordpiece import InputPacker
 from nemot.pals.tasks import get_task
 
-SPLITS = ("train", "dev", "test")
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """Where a task's rows are and which columns hold what.
-
-    Attributes:
-        files: the file names of a split, ``{split}`` filled in; the first that exists is
-            read (minBERT's test split: ``test``, then ``test-student``).
-        text: the column(s) of the sentence or sentence pair.
-        label: the label column (absent from test files).
-        quoted: the file is quoted as Python's ``csv`` writes (minBERT); GLUE is not.
-        labels: the allowed label values, or None for a real number.
-        label_range: the closed interval of a real-valued label.
-    """
-
-    files: tuple
-    text: tuple
-    label: str
-    quoted: bool
-    labels: tuple = None
-    label_range: tuple = None
-
-
+# The minBERT layouts (nemot.data.minbert) and GLUE's files (unquoted).
 LAYOUTS = {
-    "sst": Layout(("ids-sst-{split}.csv",), ("sentence",), "sentiment", True,
-                  labels=(0, 1, 2, 3, 4)),
-    "cfimdb": Layout(("ids-cfimdb-{split}.csv",), ("sentence",), "sentiment", True,
-                     labels=(0, 1)),
-    "quora": Layout(("quora-{split}.csv",), ("sentence1", "sentence2"), "is_duplicate", True,
-                    labels=(0, 1)),
-    "sts": Layout(("sts-{split}.csv",), ("sentence1", "sentence2"), "similarity", True,
-                  label_range=(0.0, 5.0)),
+    **minbert.LAYOUTS,
     "sst2": Layout(("SST-2/{split}.tsv",), ("sentence",), "label", False, labels=(0, 1)),
     "qqp": Layout(("QQP/{split}.tsv",), ("question1", "question2"), "is_duplicate", False,
                   labels=(0, 1)),
@@ -82,84 +43,16 @@ LAYOUTS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Rows:
-    """One split of one task: texts and labels (``labels`` is None for a test file)."""
-
-    task: str
-    path: str
-    text_a: tuple
-    text_b: tuple
-    labels: np.ndarray
-
-    def __len__(self):
-        return len(self.text_a)
-
-
 def split_file(task, data_dir, split):
     """The file of ``task``'s ``split`` under ``data_dir`` (the first candidate present)."""
-    if split not in SPLITS:
-        raise ValueError(f"split {split!r}: expected one of {SPLITS}")
-    layout = LAYOUTS[get_task(task).name]
-    # minBERT ships its test split as *-test-student.csv (no labels).
-    splits = (split, "test-student") if layout.quoted and split == "test" else (split,)
-    candidates = [Path(data_dir) / name.format(split=s) for s in splits for name in layout.files]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise DataError(data_dir, f"task {task!r}, split {split!r}", "files",
-                    f"one of {[c.name for c in candidates]}", got="none")
-
-
-def _label(layout, path, line, value):
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = None
-    if layout.labels is not None:
-        if number is None or not number.is_integer() or int(number) not in layout.labels:
-            raise DataError(path, line, layout.label, f"one of {list(layout.labels)}", got=value)
-        return float(number)
-    low, high = layout.label_range
-    if number is None or not low <= number <= high:
-        raise DataError(path, line, layout.label, f"a number in [{low}, {high}]", got=value)
-    return number
+    name = get_task(task).name
+    return minbert.split_file(LAYOUTS[name], data_dir, split, task)
 
 
 def read_file(task, path):
     """The :class:`Rows` of one file of ``task``'s layout (labels None without a label
     column)."""
-    layout, path = LAYOUTS[get_task(task).name], Path(path)
-    quoting = csv.QUOTE_MINIMAL if layout.quoted else csv.QUOTE_NONE
-    texts, labels = [], []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=quoting)
-        header = next(reader, None)
-        if header is None:
-            raise DataError(path, 1, "(header)", f"a header with columns {list(layout.text)}",
-                            got="an empty file")
-        missing = [c for c in layout.text if c not in header]
-        if missing:
-            raise DataError(path, 1, missing[0], f"a header with columns {list(layout.text)}",
-                            got=header)
-        has_label = layout.label in header
-        columns = [header.index(c) for c in layout.text]
-        label_column = header.index(layout.label) if has_label else None
-        for row in reader:
-            line = reader.line_num  # where the row ends (a quoted field may span lines)
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(path, line, "(row)",
-                                f"{len(header)} tab-separated fields as in the header",
-                                got=len(row))
-            texts.append(tuple(row[c].strip() for c in columns))
-            if has_label:
-                labels.append(_label(layout, path, line, row[label_column]))
-    text_a = tuple(t[0] for t in texts)
-    text_b = tuple(t[1] for t in texts) if len(layout.text) == 2 else None
-    return Rows(task, str(path), text_a, text_b,
-                np.array(labels, "float32") if has_label else None)
+    return minbert.read_file(LAYOUTS[get_task(task).name], path, task)
 
 
 # The GLUE tasks also come from TFDS or the hub, through the project's GLUE reader.

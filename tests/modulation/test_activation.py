@@ -343,3 +343,19 @@ def test_a_modulated_tanh_unit_learns_context_dependent_slopes_the_controls_cann
         assert modulated < 1e-3, best
         assert modulated < 0.5 * best[f"{task}_c3"], best
         assert modulated < 0.5 * best[f"{task}_plain"], best
+
+
+def test_a_per_task_modulator_takes_each_examples_own_task_weights():
+    layer = ModulatedFFN(mod_units="d_ff", tau="sigmoid", per_task=True, num_tasks=3)
+    layer.build((None, None, 10), (None, None, 6))
+    randomize(layer)
+    assert ModulatedFFN.needs({"per_task": True}) == ("task_index",)
+    kernel, bias = np.asarray(layer.modulator_kernel), np.asarray(layer.modulator_bias)
+    assert kernel.shape == (3, 6, 10) and bias.shape == (3, 10)
+    h, x, tasks = normal(2, 5, 10), normal(2, 5, 6), np.array([2, 0], "int32")
+    out = layer(h, x, conditioning={"task_index": tasks}, activation=keras.activations.relu)
+    expected = [relu(sigmoid(x[b] @ kernel[t] + bias[t]) * h[b]) for b, t in enumerate(tasks)]
+    np.testing.assert_allclose(np.asarray(out), np.stack(expected), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"ModulatedFFN\(per_task=True\) needs "
+                                         r"conditioning\['task_index'\]"):
+        layer(h, x, conditioning={}, activation=keras.activations.relu)

@@ -1,0 +1,133 @@
+"""The comparison's recipe: the whole comparison at tiny size on generated minBERT files
+(all six variants, one seed, a few steps, the report and its figure), its data splits
+and encoding, its config errors, and every variant of the thesis-pool config built at tiny
+size."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from nemot import runs, vocab
+from nemot.compare import experiment as compare
+from nemot.compare import pool
+from nemot.data.minbert import Rows
+from tests.compare.helpers import write_minbert_layout
+
+MINBERT = "configs/compare/minbert.toml"
+POOL = "configs/compare/thesis_pool.toml"
+VARIANTS = ["none", "nemot_gate", "ngt_block", "pals", "hypergrid", "modulated_ffn"]
+METRICS = ["sst_accuracy", "quora_accuracy", "sts_pearson", "score", "added_parameters",
+           "step_time_ratio"]
+
+
+def tiny(data_dir, out):
+    """Overrides: the shipped config at tiny size, 2 training steps, 1 timing step."""
+    return [f"data.dir={json.dumps(str(data_dir))}", f"output_dir={json.dumps(str(out))}",
+            "seeds=[0]", "model.d_model=16", "model.d_ff=32", "model.num_heads=2",
+            "model.num_layers=2", "data.sequence_length=12", "train.batch_size=4",
+            "train.epochs=1", "train.steps_per_epoch=2", "train.timing_steps=1",
+            "train.timing_rounds=1", "variants.nemot_gate.nm_layers=2",
+            "variants.ngt_block.position=1", "variants.pals.hidden_size=6",
+            "variants.pals.num_heads=2", "variants.hypergrid.grid=[4, 16]",
+            "variants.hypergrid.heads=2"]
+
+
+def strict_json(path):
+    def refuse(constant):
+        raise ValueError(f"{path}: {constant} is not JSON")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_the_whole_comparison_at_tiny_size(tmp_path):
+    data_dir = write_minbert_layout(tmp_path / "minbert")
+    out = runs.run_config(MINBERT, overrides=tiny(data_dir, tmp_path / "out"),
+                          log=lambda line: None)
+    runs.write_report(out)
+    for variant in VARIANTS:
+        metrics = json.loads((out / variant / "seed0" / "metrics.json").read_text())
+        assert list(metrics) == METRICS, variant
+        assert all(math.isfinite(v) for v in metrics.values())
+        assert 0 <= metrics["sst_accuracy"] <= 1 and 0 <= metrics["quora_accuracy"] <= 1
+        assert metrics["score"] == pytest.approx((metrics["sst_accuracy"]
+                                                  + metrics["quora_accuracy"]
+                                                  + (metrics["sts_pearson"] + 1) / 2) / 3)
+        assert metrics["step_time_ratio"] > 0
+        assert (metrics["added_parameters"] == 0) == (variant == "none")
+        details = json.loads((out / variant / "seed0" / "details.json").read_text())
+        # Quora's dev file (40 rows) is split 80/20 with the split seed; SST keeps its files.
+        assert details["examples"]["quora"]["train"] == 32
+        assert details["examples"]["quora"]["test"] == 8
+        assert details["examples"]["sst"]["test_file"].endswith("ids-sst-dev.csv")
+    report = strict_json(out / "report.json")
+    assert list(report["summary"]) == VARIANTS
+    # every mechanism against `none`, as mechanism minus none
+    tests = report["tests"]["score"]
+    for variant in VARIANTS[1:]:
+        mean = report["summary"][variant]["score"]["mean"]
+        base = report["summary"]["none"]["score"]["mean"]
+        assert tests[f"{variant} vs none"]["difference"] == pytest.approx(mean - base)
+    assert report["summary"]["none"]["score"]["sd"] is None  # one seed: no SD, null
+    assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "comparison.png" in (out / "report.md").read_text()
+
+
+def test_splits_and_the_encoding(tmp_path):
+    data_dir = write_minbert_layout(tmp_path / "minbert", count=50)
+    experiment = compare.load(MINBERT, [f"data.dir={json.dumps(str(data_dir))}"])
+    train, test = compare.read_splits(experiment.data)
+    assert (len(train["quora"]), len(test["quora"])) == (40, 10)
+    again, _ = compare.read_splits(experiment.data)
+    assert again["quora"].text_a == train["quora"].text_a  # the split seed fixes it
+    assert len(train["sst"]) == len(test["sst"]) == 50
+
+    encoder = compare.Encoder(train.values(), sequence_length=8)
+    assert encoder.vocab_size == 4 + len({i for rows in train.values()
+                                          for texts in (rows.text_a, rows.text_b or ())
+                                          for ids in encoder.tokenizer.encode_batch(list(texts))
+                                          for i in ids})
+    unseen = Rows("sts", "x", ("zebra quagga",), ("the film",), np.zeros(1, "float32"))
+    ids = encoder.encode(unseen)[0].tolist()
+    # [CLS] a [SEP] b [SEP], the longer side cut first; unseen tokens are [UNK]
+    assert ids[0] == compare.CLS and ids.count(compare.SEP) == 2
+    assert compare.UNK in ids and len(ids) == 8
+    long = encoder.pack(list(range(10, 20)), [30, 31])
+    assert long == [compare.CLS, 10, 11, 12, compare.SEP, 30, 31, compare.SEP]
+
+
+def test_config_errors_name_the_file_and_key(tmp_path):
+    with pytest.raises(ValueError, match=r"minbert.toml: \[variants.pals\]: mechanism "
+                                         r"'pal': expected one of"):
+        compare.load(MINBERT, ["variants.pals.mechanism=pal"])
+    with pytest.raises(ValueError, match=r"\[variants.ngt_block\]: ngt_block: position=9: "
+                                         r"expected 1 <= k < 4"):
+        compare.load(MINBERT, ["variants.ngt_block.position=9"])
+    with pytest.raises(ValueError, match=r"minbert.toml: \[train\]: unknown key\(s\) "
+                                         r"\['steps'\]"):
+        compare.load(MINBERT, ["train.steps=3"])
+    with pytest.raises(ValueError, match=r"\[data\]: vocabulary='bert': expected one of"):
+        compare.load(MINBERT, ["data.vocabulary=bert"])
+    with pytest.raises(ValueError, match=r"override 'variants.adapters.x=1': no "
+                                         r"\[variants.adapters\]"):
+        compare.load(MINBERT, ["variants.adapters.x=1"])
+
+
+def test_every_variant_of_the_thesis_pool_config_builds_at_tiny_size():
+    overrides = ['model.preset="tiny"', 'gpt2=""', "variants.pals.hidden_size=6",
+                 "variants.hypergrid.grid=[4, 8]"]
+    module, experiment = runs.load(POOL, overrides)
+    assert module is compare and isinstance(experiment, pool.Experiment)
+    assert compare.variants(experiment) == VARIANTS
+    ids = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(task), 5, 6, 7]
+                    for task in ("mqa", "gqa")], "int32")
+    plain = None
+    for variant in VARIANTS:
+        cfg = pool.run_config(experiment, variant, seed=0)
+        assert cfg.model.output_blocks == ("mqa", "gqa") and cfg.loss.vanilla_weight == 0
+        model = pool.build(experiment, variant, cfg)
+        assert model({"token_ids": ids})["logits"].shape == (2, 3, vocab.VOCAB_SIZE)
+        plain = plain or model.count_params()
+        assert (model.count_params() > plain) == (variant != "none"), variant
+    ngt = pool.build(experiment, "ngt_block", pool.run_config(experiment, "ngt_block", 0))
+    assert ngt.gating == {"num_layers": 3, "position": 1} and not ngt.supports_cache
