@@ -3,7 +3,7 @@ SST-5 and STS-B train and dev files, Quora's dev file only."""
 
 import numpy as np
 
-from nemot.pals.synthetic import write_minbert
+from nemot.data.synthetic.minbert import write_minbert
 
 WORDS = ("the film is a good bad dull bright story of river cat dog what how why can you "
          "get make one people city house book game team long short warm cold").split()

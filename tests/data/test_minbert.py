@@ -6,7 +6,7 @@ import pytest
 
 from nemot.data import minbert
 from nemot.data.format import DataError
-from nemot.pals.synthetic import write_minbert
+from nemot.data.synthetic.minbert import write_minbert
 
 QUORA = ("id", "sentence1", "sentence2", "is_duplicate")
 STS = ("id", "sentence1", "sentence2", "similarity")
