@@ -6,9 +6,18 @@
   ``cifar10_cnn`` example's ``ImageDataGenerator`` did.
 - NAMES: about 10% held out for test; characters as ids 1..57 of the tutorial's
   alphabet (0 pads).
-- SST-2: GLUE's ``train.tsv`` to train, its ``dev.tsv`` as the test set (GLUE's test
-  labels are not public); words (the files are tokenised and lower-cased) as ids of a
-  vocabulary of the training split, 1 for unknown words, 0 pads.
+- SST-2, ``layout = "sst5"`` (the default; the paper's split): the paper held out "about
+  20% of the data set" for test. SST-2 is SST's sentences without the neutral ones,
+  binarised; its sentence-level files here are the minBERT project's SST-5
+  ``ids-sst-train.csv`` and ``ids-sst-dev.csv`` (:mod:`nemot.data.minbert`): labels 0, 1
+  become negative (0), 3, 4 positive (1), neutral 2 is dropped (6,920 + 872 sentences,
+  GLUE SST-2's train and dev sentences), the sentences are lower-cased as GLUE's are,
+  both files are pooled and ``test_fraction`` (0.2) of them held out with
+  ``split_seed``. ``layout = "glue"``: GLUE's ``train.tsv`` to train (67,349 *phrases*
+  of the training sentences, not sentences) and its 872-sentence ``dev.tsv`` as the
+  test set, also from TFDS or the hub (GLUE's test labels are not public).
+  Either way words (the files are tokenised) are ids of a vocabulary of the training
+  split, 1 for unknown words, 0 pads.
 
 The readers are the shared ones (:mod:`nemot.data.cifar10`, :mod:`nemot.data.names`,
 :mod:`nemot.data.glue`). Held-out splits are drawn with ``split_seed`` (the same for
@@ -25,12 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.data import cifar10, glue, names
+from nemot.data import cifar10, glue, minbert, names
 from nemot.data.synthetic import arrays
 
 DATASETS = ("cifar10", "names", "sst2")
 # Where each dataset can be read from (NAMES is neither in TFDS nor on the hub).
 SOURCES = {"cifar10": ("files", "tfds"), "names": ("files",), "sst2": ("files", "tfds", "hub")}
+SST2_LAYOUTS = ("sst5", "glue")
+# SST-5 labels -> SST-2's (minBERT's ids-sst files: 0 very negative ... 4 very positive).
+SST5_TO_SST2 = {0: 0, 1: 0, 3: 1, 4: 1}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +63,10 @@ class DataConfig:
         split_seed: seed of the held-out draws.
         augment: CIFAR-10: shift and mirror the training images.
         max_length: token sequences are cut to this many ids (0: no limit).
-        train_file, test_file: SST-2 file names in ``dir``.
+        train_file, test_file: SST-2 file names in ``dir`` (``layout = "glue"``).
+        layout: SST-2's files: ``"sst5"`` (minBERT's SST-5 sentences, binarised, pooled
+            and ``test_fraction`` held out: the paper's split) or ``"glue"`` (GLUE
+            SST-2's ``train_file`` and ``test_file``; the only layout of TFDS and the hub).
     """
 
     dataset: str = "cifar10"
@@ -65,6 +80,7 @@ class DataConfig:
     train_file: str = "train.tsv"
     test_file: str = "dev.tsv"
     source: str = "files"
+    layout: str = "sst5"
 
     def __post_init__(self):
         if self.dataset not in DATASETS:
@@ -82,6 +98,15 @@ class DataConfig:
                                                                              "dev.tsv"):
             raise ValueError(f"train_file, test_file: file names, not read with source = "
                              f"{self.source!r} (SST-2's splits are GLUE's train and validation)")
+        if self.layout not in SST2_LAYOUTS:
+            raise ValueError(f"layout={self.layout!r}: expected one of {SST2_LAYOUTS}")
+        if self.dataset == "sst2" and self.source != "files" and self.layout != "glue":
+            raise ValueError(f"layout={self.layout!r}: source = {self.source!r} gives GLUE "
+                             "SST-2's splits; set layout = \"glue\"")
+        if self.dataset == "sst2" and self.layout == "sst5" and not self.synthetic and not (
+                0 < self.test_fraction < 1):
+            raise ValueError(f"test_fraction={self.test_fraction}: layout = \"sst5\" holds "
+                             "out a fraction of the pooled sentences (the paper: about 0.2)")
         if not self.synthetic and not self.dir and self.source != "hub":
             raise ValueError(f"dir: the {self.dataset} files' directory is needed (or "
                              "synthetic = N for generated data)")
@@ -170,10 +195,27 @@ def sst2(examples):
             np.asarray([e.label for e in examples], "int32"))
 
 
+def sst5_sentences(data_dir):
+    """``(sentences, labels)``: minBERT's SST-5 train and dev sentences without the
+    neutral ones, lower-cased, labels binarised (:data:`SST5_TO_SST2`), in file order."""
+    sentences, labels = [], []
+    for split in ("train", "dev"):
+        rows = minbert.read("sst", data_dir, split, labelled=True)
+        for text, label in zip(rows.text_a, rows.labels):
+            if int(label) in SST5_TO_SST2:
+                sentences.append(text.lower())
+                labels.append(SST5_TO_SST2[int(label)])
+    return sentences, np.asarray(labels, "int32")
+
+
 def _sst2(config):
     if config.synthetic:
         train = arrays.sst2(config.synthetic, config.split_seed)
         test = arrays.sst2(max(config.synthetic // 5, 1), config.split_seed + 1)
+    elif config.layout == "sst5":
+        sentences, labels = sst5_sentences(config.dir)
+        train, test = hold_out(np.array(sentences, object), labels, config.test_fraction,
+                               config.split_seed)
     elif config.source == "files":
         train = sst2(glue.read_file("SST-2", Path(config.dir) / config.train_file))
         test = sst2(glue.read_file("SST-2", Path(config.dir) / config.test_file))

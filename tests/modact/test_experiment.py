@@ -9,6 +9,8 @@ import keras
 import numpy as np
 import pytest
 
+from nemot.data.format import DataError
+from nemot.data.synthetic.minbert import write_minbert
 from nemot.modact import data, experiment
 from tests.data import benchmark_files as fixtures
 
@@ -36,6 +38,7 @@ def test_configs_hold_the_papers_settings():
     sst2 = experiment.load(CONFIGS / "sst2_lstm.toml")
     assert len(sst2.seeds) == 100 and sst2.train.batch_size == 5
     assert sst2.variants["modulated"]["tau"] == "tanhshrink"
+    assert (sst2.data.layout, sst2.data.test_fraction) == ("sst5", 0.2)  # the paper's split
 
 
 def test_bad_configs_name_the_file_and_key(tmp_path):
@@ -120,12 +123,39 @@ def test_held_out_splits_are_seeded_and_disjoint(tmp_path):
 
 def test_sst2_words_get_training_vocabulary_ids(tmp_path):
     fixtures.sst2(tmp_path)
-    splits = data.load_splits(data.DataConfig("sst2", dir=str(tmp_path)))
+    splits = data.load_splits(data.DataConfig("sst2", dir=str(tmp_path), layout="glue"))
     vocabulary = data.word_vocabulary([s for s, _ in fixtures.SST2_TRAIN])
     assert vocabulary["the"] == 2 and vocabulary["greatest"] == 3  # most frequent first
     dev_first = [vocabulary.get(w, 1) for w in fixtures.SST2_DEV[1][0].split()]
     assert list(splits.test[0][1][:len(dev_first)]) == dev_first == [1, 1, 1, 1]
     assert splits.vocab_size == len(vocabulary) + 2
+
+
+def test_sst2_by_default_is_the_papers_split_of_sst5_sentences(tmp_path):
+    """Neutral sentences dropped, 0/1 -> 0 and 3/4 -> 1, lower-cased, train and dev pooled,
+    test_fraction held out with split_seed (the paper: about 20% held out)."""
+    labels = [0, 1, 2, 3, 4, 4, 2, 0, 3, 1]
+    columns = ("id", "sentence", "sentiment")
+    for split, part in (("train", range(0, 6)), ("dev", range(6, 10))):
+        write_minbert(tmp_path / f"ids-sst-{split}.csv", columns,
+                      [(f"id{i}", f"Word{i} Shared", labels[i]) for i in part])
+    sentences, binary = data.sst5_sentences(tmp_path)
+    kept = [i for i in range(10) if labels[i] != 2]
+    assert sentences == [f"word{i} shared" for i in kept]
+    assert list(binary) == [int(labels[i] >= 3) for i in kept]
+
+    config = data.DataConfig("sst2", dir=str(tmp_path), test_fraction=0.25, split_seed=3)
+    splits = data.load_splits(config)
+    assert len(splits.test[1]) == 2 and len(splits.train[1]) == 6  # ceil(0.25 * 8) held out
+    held = np.random.default_rng(3).permutation(8)[:2]
+    assert list(splits.test[1]) == [binary[i] for i in held]
+    vocabulary = data.word_vocabulary(s for i, s in enumerate(sentences) if i not in held)
+    assert splits.vocab_size == len(vocabulary) + 2  # of the training sentences only
+
+    write_minbert(tmp_path / "ids-sst-dev.csv", columns, [("x", "a", 7)])
+    data.load_splits.cache_clear()
+    with pytest.raises(DataError, match=r"ids-sst-dev.csv.*sentiment.*one of \[0, 1, 2, 3, 4\]"):
+        data.load_splits(config)
 
 
 def test_a_names_run_trains_through_the_shared_loop(tmp_path):

@@ -111,7 +111,8 @@ def test_sst2_from_tfds_and_the_hub_gives_the_files_splits(sources, monkeypatch)
     _, tfds_dir, _, sst2_files, rows = sources
     serve_hub(monkeypatch, {("sst2", split): hub_table("SST-2", rows[split])
                             for split in ("train", "validation")})
-    config = DataConfig(dataset="sst2", dir=str(sst2_files), validation_fraction=0.2)
+    config = DataConfig(dataset="sst2", dir=str(sst2_files), validation_fraction=0.2,
+                        layout="glue")
     raw = data.load_splits(config)
     for other in (dataclasses.replace(config, dir=str(tfds_dir), source="tfds"),
                   dataclasses.replace(config, dir=None, source="hub")):
@@ -132,10 +133,15 @@ def test_sst2_from_tfds_and_the_hub_gives_the_files_splits(sources, monkeypatch)
      r"source='tfds': names is read from one of \('files',\)"),
     (dict(dataset="cifar10", dir="cifar", source="hub"),
      r"source='hub': cifar10 is read from one of \('files', 'tfds'\)"),
-    (dict(dataset="sst2", dir="SST-2", source="hub"), r"dir='SST-2': source = 'hub' reads"),
-    (dict(dataset="sst2", dir="tfds", source="tfds", test_file="test.tsv"),
+    (dict(dataset="sst2", dir="SST-2", source="hub", layout="glue"),
+     r"dir='SST-2': source = 'hub' reads"),
+    (dict(dataset="sst2", dir="tfds", source="tfds", test_file="test.tsv", layout="glue"),
      r"train_file, test_file: file names, not read with source = 'tfds'"),
     (dict(dataset="cifar10", source="tfds"), r"dir: the cifar10 files' directory is needed"),
+    (dict(dataset="sst2", dir="tfds", source="tfds"),
+     r"layout='sst5': source = 'tfds' gives GLUE SST-2's splits; set layout = \"glue\""),
+    (dict(dataset="sst2", dir="minbert"), r"test_fraction=0.0: layout = \"sst5\" holds out"),
+    (dict(dataset="sst2", dir="minbert", layout="ptb"), r"layout='ptb': expected one of"),
 ])
 def test_data_config_names_what_each_source_reads(fields, message):
     with pytest.raises(ValueError, match=message):
@@ -151,4 +157,4 @@ def test_sst2_hub_label_encoding_is_checked(monkeypatch):
     serve_hub(monkeypatch, {("sst2", "train"): table})
     with pytest.raises(DataError, match=r"field 'label': expected the class names "
                                         r"\['negative', 'positive'\], got None"):
-        data.load_splits(DataConfig(dataset="sst2", source="hub"))
+        data.load_splits(DataConfig(dataset="sst2", source="hub", layout="glue"))
