@@ -205,3 +205,42 @@ def plot_gate_maps(gates_by_task, out_png, num_groups=16, masks=None, title="Mea
     figure.suptitle(title)
     figure.savefig(out_png, dpi=110)
     return maps
+
+
+
+def histograms(values_by_variant, bins=12):
+    """``(edges, {variant: counts})``: every variant's values binned on the same ``bins``
+    edges over the range of all values (a variant without values is left out)."""
+    shown = {v: np.asarray(x, float) for v, x in values_by_variant.items() if len(x)}
+    if not shown:
+        raise ValueError("histograms: no values to bin")
+    every = np.concatenate(list(shown.values()))
+    low, high = every.min(), every.max()
+    edges = np.linspace(low, high if high > low else low + 1e-6, bins + 1)
+    return edges, {v: np.histogram(x, edges)[0] for v, x in shown.items()}
+
+
+def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12):
+    """One histogram per variant of a metric's values over seeds, on shared bins (the form
+    of seed 003's Table 8), each with its mean as a dashed line; returns the
+    :func:`histograms` drawn.
+
+    Args:
+        values_by_variant: ``{variant: [value per run]}``.
+        out_png: where the PNG goes.
+        metric: the axis label.
+        bins: the number of bins over the range of all values.
+    """
+    edges, counts = histograms(values_by_variant, bins)
+    figure = _figure((5.5, 1.5 * len(counts) + 0.8))
+    axes = figure.subplots(len(counts), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (variant, count) in zip(axes, counts.items()):
+        ax.stairs(count, edges, fill=True, color="C0", alpha=0.8)
+        ax.axvline(np.mean(values_by_variant[variant]), color="0.2", linestyle="--",
+                   linewidth=1)
+        ax.set_ylabel(f"{variant}\n(n={int(count.sum())})")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[-1].set_xlabel(metric)
+    figure.suptitle(title or f"{metric} over runs")
+    figure.savefig(out_png, dpi=120)
+    return edges, counts

@@ -83,3 +83,15 @@ def test_gate_maps_by_task_and_png(tmp_path):
     assert_png(out)
     with pytest.raises(ValueError, match=r"task\(s\) \['<lm>'\]"):
         plots.gate_maps(gates, 4, masks={"<lm>": masks["<mqa>"]})
+
+
+def test_distributions_share_their_bins_and_count_every_run(tmp_path):
+    values = {"modulated": [0.80, 0.81, 0.81, 0.83], "C2": [0.70, 0.80], "C3": []}
+    out = tmp_path / "distributions.png"
+    edges, counts = plots.plot_distributions(values, out, "test_accuracy", bins=4)
+    np.testing.assert_allclose(edges, [0.70, 0.7325, 0.765, 0.7975, 0.83])
+    assert list(counts) == ["modulated", "C2"]  # no values, no panel
+    assert list(counts["modulated"]) == [0, 0, 0, 4] and list(counts["C2"]) == [1, 0, 0, 1]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="no values"):
+        plots.histograms({"C3": []})
