@@ -276,9 +276,8 @@ def is_synthetic(module, experiment, path, overrides=()):
         return True
     flag = read_config(path).get("synthetic", False)
     for text in overrides:
-        key, value = parse_override(text)
-        if key == ("synthetic",):
-            flag = value
+        if text.partition("=")[0].strip() == "synthetic":
+            flag = parse_override(text)[1]
     return flag is True
 
 

@@ -10,7 +10,7 @@ from nemot.compare.model import HEADS, CompareModel, Settings, predict_task
 from nemot.models.losses import TaskHeadsLoss
 from nemot.modulation.pals import pal_parameters
 
-D, FF, LAYERS, HEADS, TASKS = 16, 32, 2, 2, 3
+D, FF, LAYERS, NUM_HEADS, TASKS = 16, 32, 2, 2, 3
 OPTIONS = {
     "none": {},
     "nemot_gate": {"nm_layers": 2, "output_layers": 1},
@@ -22,7 +22,7 @@ OPTIONS = {
 
 
 def settings(mechanism, **changes):
-    values = dict(vocab_size=30, sequence_length=8, d_model=D, num_heads=HEADS, d_ff=FF,
+    values = dict(vocab_size=30, sequence_length=8, d_model=D, num_heads=NUM_HEADS, d_ff=FF,
                   num_layers=LAYERS, mechanism=mechanism, options=OPTIONS[mechanism])
     return Settings(**{**values, **changes})
 
@@ -139,13 +139,13 @@ def test_the_model_saves_and_loads(tmp_path):
      r"nemot_gate: unknown option\(s\) \['layers'\]"),
 ])
 def test_bad_settings_name_the_problem(changes, message):
-    values = dict(vocab_size=30, d_model=D, num_heads=HEADS, d_ff=FF, num_layers=LAYERS)
+    values = dict(vocab_size=30, d_model=D, num_heads=NUM_HEADS, d_ff=FF, num_layers=LAYERS)
     with pytest.raises(ValueError, match=message):
         Settings(**{**values, **changes})
 
 
 def test_defaults_scale_the_papers_positions():
-    eight = dict(vocab_size=30, d_model=D, num_heads=HEADS, d_ff=FF, num_layers=8)
+    eight = dict(vocab_size=30, d_model=D, num_heads=NUM_HEADS, d_ff=FF, num_layers=8)
     # NGT gates layer 21 of 24; NeMoT has M = Y and Z = Y / 4.
     assert Settings(**eight, mechanism="ngt_block").mechanism_options()["position"] == 7
     assert Settings(**eight, mechanism="nemot_gate").mechanism_options() == {
