@@ -64,6 +64,37 @@ def main_runs(args):
     return 0
 
 
+def add_paper_commands(commands, paper):
+    """Add a paper's ``run`` and ``report`` (the protocol's, as ``nemot runs``) to the
+    subparsers ``commands`` of ``nemot <paper>``; :func:`run_paper_command` runs them."""
+    run = commands.add_parser("run", help="train every (variant, seed) of a config not "
+                              "finished yet into <output_dir>/<variant>/seed<k>/, then report")
+    run.add_argument("--config", required=True, help=f"an experiment TOML (configs/{paper}/)")
+    run.add_argument("--variants", nargs="+", help="only these variants (default: all)")
+    run.add_argument("--seeds", nargs="+", type=int, help="these seeds (default: the "
+                                                          "config's `seeds`)")
+    run.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                     help="override config values, e.g. train.epochs=1 data.dir=path")
+    report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch tests over "
+                                 "seeds beside the paper's numbers, and the figure")
+    report.add_argument("output_dir", help="a config's output_dir")
+    return run, report
+
+
+def run_paper_command(command, args):
+    """Run ``run`` or ``report`` of :func:`add_paper_commands`; False for another command."""
+    from nemot.experiments import protocol
+    from nemot.experiments.report import write_report
+
+    if command == "run":
+        out = protocol.run_config(args.config, seeds=args.seeds, variants=args.variants,
+                                  overrides=args.set)
+        print(write_report(out))
+    elif command == "report":
+        print(write_report(args.output_dir))
+    return command in ("run", "report")
+
+
 def main(argv=None):
     """Stand-alone entry point: ``python -m nemot.experiments.cli --config ...``."""
     return console.standalone(add_parser, argv, command="runs")

@@ -93,24 +93,26 @@ def read_config(path):
 def apply_overrides(raw, overrides, tables, source="config"):
     """A copy of the TOML dict ``raw`` with ``KEY=VALUE`` overrides applied: top-level
     keys (``seeds=[0, 1]``), ``<table>.<key>`` for one of ``tables``
-    (``train.epochs=1``) or ``variants.<name>.<key>`` (one variant's value); values are
-    TOML, else strings."""
+    (``train.epochs=1``, or a nested ``tasks.RTE.epochs=1``) or ``variants.<name>.<key>``
+    (one variant's value); values are TOML, else strings."""
     raw = copy.deepcopy(raw)
     for text in overrides:
-        key, _, rest = text.partition("=")
-        parts = key.strip().split(".")
-        if len(parts) == 3 and parts[0] == "variants":
-            variant = raw.setdefault("variants", {}).get(parts[1])
-            if not isinstance(variant, dict):
-                raise ValueError(f"{source}: override {text!r}: no [variants.{parts[1]}]; "
+        key, equals, rest = text.partition("=")
+        path = [part.strip() for part in key.split(".")]
+        if not equals or not all(path):
+            raise ValueError(f"{source}: override {text!r}: expected KEY=VALUE, e.g. "
+                             "train.epochs=1")
+        value = rc.parse_override(f"value={rest}")[1]
+        if path[0] == "variants" and len(path) > 2:
+            if not isinstance(raw.setdefault("variants", {}).get(path[1]), dict):
+                raise ValueError(f"{source}: override {text!r}: no [variants.{path[1]}]; "
                                  f"expected one of {sorted(raw['variants'])}")
-            variant[parts[2]] = rc.parse_override(f"{parts[2]}={rest}")[1]
-            continue
-        path, value = rc.parse_override(text)
-        if len(path) == 2 and path[0] not in tables:
+        elif len(path) > 1 and path[0] not in tables:
             raise ValueError(f"{source}: override {text!r}: expected a top-level key or one "
                              f"of {', '.join(f'{t}.*' for t in tables)}")
-        target = raw if len(path) == 1 else raw.setdefault(path[0], {})
+        target = raw
+        for part in path[:-1]:  # tasks.RTE.epochs=1: nested tables
+            target = target.setdefault(part, {})
         target[path[-1]] = value
     return raw
 
@@ -263,9 +265,8 @@ def is_synthetic(module, experiment, path, overrides=()):
         return True
     flag = read_config(path).get("synthetic", False)
     for text in overrides:
-        key, value = rc.parse_override(text)
-        if key == ("synthetic",):
-            flag = value
+        if text.partition("=")[0].strip() == "synthetic":
+            flag = rc.parse_override(text)[1]
     return flag is True
 
 
@@ -359,17 +360,12 @@ def select_epoch(run_dir, select="last", split="val"):
 
 def resolved_toml(reproduction, name, variant, seed, tables):
     """The settings one run used, as a TOML config of that one run (the trainer writes it
-    to the run's ``config.toml``): ``tables`` are ``{table: {key: value}}``; ``None``
-    values are left out (TOML has no null), a table-valued setting is its own table."""
-    data = {"reproduction": reproduction, "name": name, "variant": variant, "seed": seed}
-    for table, values in tables.items():
-        if not isinstance(values, dict):
-            data[table] = values
-            continue
-        data[table] = {}
-        for key, value in values.items():
-            if isinstance(value, dict):
-                data[f"{table}.{key}"] = value
-            elif value is not None:
-                data[table][key] = value
-    return rc.dump_toml(data)
+    to the run's ``config.toml``): ``tables`` are ``{table: {key: value}}`` (or top-level
+    values); ``None`` values are left out (TOML has no null)."""
+    def present(value):
+        if isinstance(value, dict):
+            return {k: present(v) for k, v in value.items() if v is not None}
+        return list(value) if isinstance(value, tuple) else value
+
+    return rc.dump_toml(present({"reproduction": reproduction, "name": name,
+                                 "variant": variant, "seed": seed, **tables}))
