@@ -20,7 +20,7 @@ COMMAND_MODULES = (
     "nemot.training.cli",
     "nemot.evaluation.evaluate_cli",
     "nemot.evaluation.generate_cli",
-    "nemot.runs_cli",
+    "nemot.experiments.cli",
     "nemot.ngt.cli",
     "nemot.pals.cli",
     "nemot.hypergrid.cli",

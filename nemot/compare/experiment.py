@@ -1,5 +1,5 @@
 """The comparison (issue 28): every modulation mechanism on one backbone and the same
-multi-task data, in the protocol of ``nemot runs`` (:mod:`nemot.runs`).
+multi-task data, in the protocol of ``nemot runs`` (:mod:`nemot.experiments.protocol`).
 
 Each paper compared itself with a plain baseline on its own data, backbone and budget;
 here NeMoT's gate, NGT's gating block, PALs, HyperGrid and modulated activations each
@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot import runs
+from nemot.experiments import config, protocol
 from nemot.compare import pool
 from nemot.compare.timing import step_time_ratio
 from nemot.compare.model import (HEADS, CompareModel, Settings, mechanism_of, predict_task,
@@ -195,17 +195,17 @@ def from_dict(raw, source="<dict>"):
     if raw.get("reproduction", "compare") != "compare":
         raise ValueError(f"{source}: reproduction = {raw['reproduction']!r}: expected "
                          "'compare'")
-    protocol = runs.protocol_keys(raw, TABLES, source)
+    keys = protocol.protocol_keys(raw, TABLES, source)
     model = dict(raw.get("model", {}))
     unknown = sorted(set(model) - set(MODEL_KEYS))
     if unknown:
         raise ValueError(f"{source}: [model]: unknown key(s) {unknown}; expected some of "
                          f"{list(MODEL_KEYS)}")
     experiment = Experiment(
-        protocol["name"], protocol["output_dir"], protocol["seeds"],
-        variant_tables(protocol["variants"]),
-        runs.table(DataSettings, raw.get("data", {}), f"{source}: [data]"), model,
-        runs.table(TrainSettings, raw.get("train", {}), f"{source}: [train]"), source)
+        keys["name"], keys["output_dir"], keys["seeds"],
+        variant_tables(keys["variants"]),
+        config.settings(DataSettings, raw.get("data", {}), f"{source}: [data]"), model,
+        config.settings(TrainSettings, raw.get("train", {}), f"{source}: [train]"), source)
     for name in experiment.variants:
         settings(experiment, name, vocab_size=8)  # every variant must make a valid model
     return experiment
@@ -215,11 +215,11 @@ def load(path, overrides=()):
     """Read a config and apply ``KEY=VALUE`` overrides (``"data.dir=..."``,
     ``"train.epochs=1"``, ``"seeds=[0]"``, ``"variants.pals.hidden_size=6"``). A config
     with a ``run_config`` key compares on a thesis run (:mod:`nemot.compare.pool`)."""
-    raw = runs.read_config(path)
+    raw = protocol.read_config(path)
     if "run_config" in raw:
-        return pool.from_dict(runs.apply_overrides(raw, overrides, pool.TABLES,
+        return pool.from_dict(protocol.apply_overrides(raw, overrides, pool.TABLES,
                                                    source=str(path)), path)
-    raw = runs.apply_overrides(raw, overrides, TABLES, source=str(path))
+    raw = protocol.apply_overrides(raw, overrides, TABLES, source=str(path))
     return from_dict(raw, source=str(path))
 
 

@@ -29,7 +29,7 @@ variant trains with the run config's loss, schedule and steps through
 import dataclasses
 from pathlib import Path
 
-from nemot import runs
+from nemot.experiments import protocol
 from nemot.compare.model import (BLOCK_OPTIONS, ConditionedGPT2, block_options, hosted_specs,
                                   mechanism_of, variant_tables)
 from nemot.compare.timing import step_time_ratio
@@ -59,7 +59,7 @@ class Experiment:
 def from_dict(raw, path, source=None):
     """An :class:`Experiment` of the TOML dict ``raw`` read from ``path``."""
     source = source or str(path)
-    protocol = runs.protocol_keys(raw, TABLES + TOP_LEVEL, source)
+    keys = protocol.protocol_keys(raw, TABLES + TOP_LEVEL, source)
     base = Path(raw["run_config"])
     if not base.is_absolute():
         base = Path(path).parent / base
@@ -69,8 +69,8 @@ def from_dict(raw, path, source=None):
         raise ValueError(f"{source}: [timing]: expected positive integers steps and rounds, "
                          f"got {raw.get('timing')}")
     tables = {t: dict(raw.get(t, {})) for t in TABLES if t != "timing"}
-    experiment = Experiment(protocol["name"], protocol["output_dir"], protocol["seeds"],
-                            variant_tables(protocol["variants"]), str(base), raw.get("gpt2"),
+    experiment = Experiment(keys["name"], keys["output_dir"], keys["seeds"],
+                            variant_tables(keys["variants"]), str(base), raw.get("gpt2"),
                             tables, timing, source)
     for variant in experiment.variants:
         run_config(experiment, variant, experiment.seeds[0])  # every variant is a valid run

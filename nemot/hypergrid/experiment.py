@@ -45,36 +45,66 @@ Example:
     >>> run_one(experiment, "LG", 0, "runs/hypergrid/table4/LG/seed0")["avg"]
 """
 
-import csv
 import dataclasses
 import json
-import tomllib
+import typing
 from pathlib import Path
 
 from nemot.data import glue, superglue
+from nemot.experiments import config, protocol
 from nemot.hypergrid.text_to_text import TASKS
 
-MODEL_KEYS = {"backbone", "tokenizer", "dropout"}
-DATA_KEYS = {"glue_dir", "superglue_dir", "glue_source", "superglue_source", "tasks",
-             "max_input_length", "max_target_length", "cap"}
-TRAIN_KEYS = {"batch_size", "steps", "steps_per_epoch", "learning_rate", "freeze", "select",
-              "eval_batch_size", "mixed_precision", "jit_compile", "run_eagerly", "strategy",
-              "checkpoint_every", "keep_checkpoints", "verbose"}
 HYPERGRID_KEYS = {"mode", "grid", "placement", "conditioning", "heads", "key_dim", "scalar",
                   "materialise", "residual", "initializer", "gates", "orientation"}
 VARIANT_KEYS = HYPERGRID_KEYS | {"hypergrid", "per_task", "backbone", "tokenizer", "train"}
 OG_DEFAULTS = ("conditioning", "heads", "key_dim")  # the [hypergrid] defaults an OG variant takes
-TOP_KEYS = {"reproduction", "name", "output_dir", "seeds", "table", "model", "data", "train",
-            "hypergrid", "variants", "synthetic"}
-TRAIN_DEFAULTS = dict(batch_size=128, steps=100_000, steps_per_epoch=10_000, learning_rate=1e-3,
-                      freeze=["backbone.token_embedding"], select="last", eval_batch_size=64,
-                      mixed_precision=None, jit_compile=False, run_eagerly=False,
-                      strategy="default",
-                      checkpoint_every=0, keep_checkpoints=2, verbose=2)
-DATA_DEFAULTS = dict(glue_dir=None, superglue_dir=None, glue_source="files",
-                     superglue_source="files", tasks=list(TASKS), max_input_length=512,
-                     max_target_length=32, cap=None)
-SELECTS = ("last", "best_glue")
+TABLES = ("table", "model", "data", "train", "hypergrid")
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    backbone: object
+    tokenizer: str | None = None
+    dropout: float = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class Data:
+    glue_dir: str | None = None
+    superglue_dir: str | None = None
+    glue_source: typing.Literal[glue.SOURCES] = "files"
+    superglue_source: typing.Literal[superglue.SOURCES] = "files"
+    tasks: list = dataclasses.field(default_factory=lambda: list(TASKS))
+    max_input_length: int = 512
+    max_target_length: int = 32
+    cap: int | None = None
+
+    def __post_init__(self):
+        if [t for t in self.tasks if t not in TASKS]:
+            raise ValueError(f"tasks = {self.tasks!r}: expected task keys among {list(TASKS)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Train:
+    batch_size: int = 128
+    steps: int = 100_000
+    steps_per_epoch: int = 10_000
+    learning_rate: float = 1e-3
+    freeze: list = dataclasses.field(default_factory=lambda: ["backbone.token_embedding"])
+    select: typing.Literal["last", "best_glue"] = "last"
+    eval_batch_size: int = 64
+    mixed_precision: str | bool | None = None
+    jit_compile: bool = False
+    run_eagerly: bool = False
+    strategy: str = "default"
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 2
+    verbose: int = 2
+
+    def __post_init__(self):
+        if self.steps % self.steps_per_epoch:
+            raise ValueError(f"steps = {self.steps}: expected a multiple of steps_per_epoch "
+                             f"({self.steps_per_epoch})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,105 +152,35 @@ class Experiment:
         return out
 
 
-def _fail(source, key, expected, got):
-    return ValueError(f"{source}, key {key!r}: expected {expected}, got {got!r}")
-
-
-def _table(raw, key, known, source, defaults=None):
-    value = raw.get(key, {})
-    if not isinstance(value, dict):
-        raise _fail(source, key, "a table", value)
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise _fail(source, f"{key}.{unknown[0]}", f"one of {sorted(known)}", "an unknown key")
-    return {**(defaults or {}), **value}
-
-
-def _override(raw, item):
-    """Apply ``"key=value"`` or ``"section.key=value"`` (TOML values; bare words are strings)."""
-    from nemot.training.run_config import parse_override
-
-    path, value = parse_override(item)
-    table = raw if len(path) == 1 else raw.setdefault(path[0], {})
-    table[path[-1]] = value
-
-
-def _check_train(train, source):
-    if train["select"] not in SELECTS:
-        raise _fail(source, "train.select", f"one of {list(SELECTS)}", train["select"])
-    if train["steps"] % train["steps_per_epoch"]:
-        raise _fail(source, "train.steps", f"a multiple of steps_per_epoch "
-                    f"({train['steps_per_epoch']})", train["steps"])
-
-
 def from_dict(raw, source="<dict>", overrides=()):
     """An :class:`Experiment` from a parsed TOML document (unknown keys are errors)."""
-    raw = json.loads(json.dumps(raw))  # a deep copy the overrides may change
-    for item in overrides:
-        _override(raw, item)
-    unknown = sorted(set(raw) - TOP_KEYS)
-    if unknown:
-        raise _fail(source, unknown[0], f"one of {sorted(TOP_KEYS)}", "an unknown key")
+    raw = protocol.apply_overrides(raw, overrides, TABLES, source)
     if raw.get("reproduction", "hypergrid") != "hypergrid":
-        raise _fail(source, "reproduction", "'hypergrid'", raw["reproduction"])
-    for key in ("name", "output_dir"):
-        if not isinstance(raw.get(key), str):
-            raise _fail(source, key, "a string", raw.get(key))
-    seeds = raw.get("seeds", [0])
-    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds) or not seeds:
-        raise _fail(source, "seeds", "a non-empty list of integers", seeds)
-    model = _table(raw, "model", MODEL_KEYS, source, {"dropout": 0.1})
-    if "backbone" not in model:
-        raise _fail(source, "model.backbone", "a preset, a directory or a table of sizes",
-                    "<missing>")
-    data = _table(raw, "data", DATA_KEYS, source, DATA_DEFAULTS)
-    bad = [t for t in data["tasks"] if t not in TASKS]
-    if bad:
-        raise _fail(source, "data.tasks", f"task keys among {list(TASKS)}", bad)
-    for key, choices in (("glue_source", glue.SOURCES), ("superglue_source", superglue.SOURCES)):
-        if data[key] not in choices:
-            raise _fail(source, f"data.{key}", f"one of {list(choices)}", data[key])
-    train = _table(raw, "train", TRAIN_KEYS, source, TRAIN_DEFAULTS)
-    hypergrid = _table(raw, "hypergrid", HYPERGRID_KEYS, source)
-    variants = raw.get("variants")
-    if not isinstance(variants, dict) or not variants:
-        raise _fail(source, "variants", "at least one [variants.<name>] table", variants)
-    for name in variants:
-        spec = _table(variants, name, VARIANT_KEYS, f"{source} (variants)")
-        _check_train({**train, **_table(spec, "train", TRAIN_KEYS, f"{source} (variants.{name})")},
-                     f"{source} (variants.{name})")
-    return Experiment(raw["name"], raw["output_dir"], tuple(seeds), raw.get("table", raw["name"]),
-                      model, data, train, hypergrid, variants, source)
+        raise ValueError(f"{source}: reproduction = {raw['reproduction']!r}: expected "
+                         "'hypergrid'")
+    top = protocol.protocol_keys(raw, TABLES, source)
+    train = config.settings(Train, raw.get("train", {}), f"{source}: [train]")
+    config.keys(raw.get("hypergrid", {}), HYPERGRID_KEYS, f"{source}: [hypergrid]")
+    for name, spec in top["variants"].items():
+        where = f"{source}: [variants.{name}]"
+        config.keys(spec, VARIANT_KEYS, where)
+        config.settings(Train, {**dataclasses.asdict(train), **spec.get("train", {})}, where)
+    return Experiment(**top, table=raw.get("table", raw["name"]), source=source,
+                      model=dataclasses.asdict(config.settings(Model, raw.get("model", {}),
+                                                               f"{source}: [model]")),
+                      data=dataclasses.asdict(config.settings(Data, raw.get("data", {}),
+                                                              f"{source}: [data]")),
+                      train=dataclasses.asdict(train), hypergrid=dict(raw.get("hypergrid", {})))
 
 
 def load(path, overrides=()):
     """Read an experiment file; ``overrides`` are ``"section.key=value"`` strings."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path}: not valid TOML ({error})") from None
-    return from_dict(raw, str(path), overrides)
+    return from_dict(protocol.read_config(path), str(path), overrides)
 
 
 def variants(experiment):
     """The variant names, in the file's order."""
     return list(experiment.variants)
-
-
-def _last_or_best(run_dir, select):
-    """The dev scores of the selected epoch (``"last"``, ``"best_glue"`` or ``"best_avg"``),
-    from the trainer's ``results.csv``."""
-    with open(Path(run_dir) / "results.csv", newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise ValueError(f"{run_dir}/results.csv: no epochs")
-    best = "val_" + select[len("best_"):]
-    row = rows[-1] if select == "last" else max(rows, key=lambda r: float(r[best]))
-    out = {key[len("val_"):]: float(value) for key, value in row.items()
-           if key.startswith("val_") and key not in ("val_loss", "val_metric") and value != ""}
-    out["epoch"] = float(row["epoch"])
-    return out
 
 
 def build_run(experiment, variant, seed, tasks=None):
@@ -257,16 +217,12 @@ def build_run(experiment, variant, seed, tasks=None):
 
 def resolved_toml(experiment, variant, seed):
     """The settings one run used, as TOML (the trainer writes it to ``config.toml``)."""
-    from nemot.training.run_config import dump_toml
-
     settings = experiment.settings(variant)
-    backbone = settings["backbone"]
-    return dump_toml({
-        "reproduction": "hypergrid", "experiment": experiment.source, "variant": variant,
-        "seed": seed, "table": experiment.table,
-        "model": {**experiment.model, "backbone": backbone if isinstance(backbone, str)
-                  else json.dumps(backbone), "tokenizer": settings["tokenizer"]},
-        "data": experiment.data, "train": settings["train"], "per_task": settings["per_task"],
+    return protocol.resolved_toml("hypergrid", experiment.name, variant, seed, {
+        "table": experiment.table, "per_task": settings["per_task"],
+        "model": {**experiment.model, "backbone": settings["backbone"],
+                  "tokenizer": settings["tokenizer"]},
+        "data": experiment.data, "train": settings["train"],
         "hypergrid": settings["hypergrid"] or {"enabled": False}})
 
 
@@ -278,7 +234,7 @@ def run_one(experiment, variant, seed, run_dir):
         scores = _per_task(experiment, variant, seed, run_dir)
     else:
         _train(experiment, variant, seed, run_dir)
-        scores = _last_or_best(run_dir, train["select"])
+        scores = protocol.select_epoch(run_dir, train["select"])
     Path(run_dir, "metrics.json").write_text(json.dumps(scores, indent=2), encoding="utf-8")
     return scores
 
@@ -317,7 +273,7 @@ def _per_task(experiment, variant, seed, run_dir):
         done = task_dir / "metrics.json"
         if not done.is_file():  # resumable task by task
             _train(experiment, variant, seed, task_dir, tasks=[key])
-            done.write_text(json.dumps(_last_or_best(task_dir, "best_avg"), indent=2),
+            done.write_text(json.dumps(protocol.select_epoch(task_dir, "best_avg"), indent=2),
                             encoding="utf-8")
         rows[key] = json.loads(done.read_text(encoding="utf-8"))
     return combine_task_runs(rows)

@@ -1,7 +1,7 @@
-"""The modulated-activation experiments for :mod:`nemot.runs` (seed 003): one config per
+"""The modulated-activation experiments for :mod:`nemot.experiments` (seed 003): one config per
 table of the paper (``configs/modact/*.toml``). NeMoT with a modulated feed-forward
 activation on the thesis' QA data is a ``reproduction = "nemot"`` experiment
-(:mod:`nemot.training.experiment`, ``configs/nemot/race_modulation.toml``).
+(:mod:`nemot.experiments.nemot_runs`, ``configs/nemot/race_modulation.toml``).
 
 A config::
 
@@ -23,7 +23,8 @@ A config::
 import dataclasses
 import math
 
-from nemot import runs
+from nemot.experiments import protocol
+from nemot.experiments.config import settings
 from nemot.modact import data, models
 from nemot.modact.data import DataConfig
 
@@ -148,24 +149,18 @@ class Experiment:
 
 def from_dict(raw, source="<dict>"):
     """An :class:`Experiment` from a TOML-shaped dict; errors name ``source`` and the key."""
-    protocol = runs.protocol_keys(raw, TABLES, source)
+    keys = protocol.protocol_keys(raw, TABLES, source)
     model = dict(raw.get("model", {}))
-    variants = protocol["variants"]
-    common = dict(protocol, model=model, source=source)
-    experiment = Experiment(
-        **common, data=runs.table(DataConfig, raw.get("data", {}), f"{source}: [data]"),
-        train=runs.table(TrainConfig, raw.get("train", {}), f"{source}: [train]"))
-    for name, table in variants.items():  # every variant must make a valid model config
-        runs.table(models.ModelConfig, {**model, **table}, f"{source}: variants.{name}")
-    return experiment
+    for name, table in keys["variants"].items():  # every variant must make a valid model
+        settings(models.ModelConfig, {**model, **table}, f"{source}: variants.{name}")
+    return Experiment(**keys, model=model, source=source,
+                      data=settings(DataConfig, raw.get("data", {}), f"{source}: [data]"),
+                      train=settings(TrainConfig, raw.get("train", {}), f"{source}: [train]"))
 
 
 def load(path, overrides=()):
     """The :class:`Experiment` of the TOML file at ``path`` with ``KEY=VALUE`` overrides."""
-    raw = runs.read_config(path)
-    if raw.get("reproduction") != "modact":
-        raise ValueError(f"{path}: reproduction = {raw.get('reproduction')!r}: expected 'modact'")
-    raw = runs.apply_overrides(raw, overrides, TABLES, source=str(path))
+    raw, _ = protocol.read_experiment(path, overrides, "modact", TABLES)
     return from_dict(raw, source=str(path))
 
 
@@ -180,7 +175,7 @@ def model_config(experiment, variant, splits):
               "num_classes": splits.num_classes, "vocab_size": splits.vocab_size}
     if splits.input_shape:
         values["input_shape"] = splits.input_shape
-    return runs.table(models.ModelConfig, values, f"{experiment.source}: variants.{variant}")
+    return settings(models.ModelConfig, values, f"{experiment.source}: variants.{variant}")
 
 
 def data_source(experiment, splits, seed):

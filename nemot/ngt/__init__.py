@@ -2,8 +2,8 @@
 
 The thesis' successor (ICLR 2023 Tiny Paper):
 ``model`` (the three variants on :class:`nemot.models.bert.ModulatedBert`), ``metrics``
-(the paper's aggregation, significance), ``train`` (experiments from
-``configs/ngt/*.toml``) and ``cli`` (``nemot ngt``), on the shared SuperGLUE reader and
+(the paper's aggregation, significance), ``train`` (one fine-tuning run), ``experiment``
+(the recipe of ``configs/ngt/*.toml`` in the experiment protocol) and ``cli`` (``nemot ngt``), on the shared SuperGLUE reader and
 pair encoder (:mod:`nemot.data.superglue`) and metrics (:mod:`nemot.evaluation.benchmarks`).
 
 The names load on first use (:mod:`nemot.lazy`), so that ``nemot ngt --help`` loads no
@@ -13,10 +13,10 @@ backend.
 from nemot.lazy import lazy_exports
 
 _MODEL = "nemot.ngt.model"
-_TRAIN = "nemot.ngt.train"
+_RECIPE = "nemot.ngt.experiment"
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     **{name: (_MODEL, name) for name in ("VARIANTS", "NGTModel", "build_ngt")},
-    **{name: (_TRAIN, name) for name in ("Experiment", "run_experiment", "train_run",
-                                         "write_report")},
+    **{name: (_RECIPE, name) for name in ("Experiment", "load", "run_one")},
+    "train_run": ("nemot.ngt.train", "train_run"),
 })

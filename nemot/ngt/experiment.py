@@ -1,17 +1,42 @@
-"""NGT experiments in the protocol of ``nemot runs`` (:mod:`nemot.runs`): a variant on
-every task of the config with one seed is one run, reported as each task's score at its
-best epoch (×100, the mean of the task's metrics) and their mean over tasks.
+"""NGT's recipe in the experiment protocol (:mod:`nemot.experiments`): a variant on every
+task of the config with one seed is one run, reported as each task's score at its best
+epoch (×100, the mean of the task's metrics) and their mean over tasks; the report adds
+the paper's Table 1 layout (:func:`paper_table`, :mod:`nemot.ngt.metrics`).
 
-The configs are those of ``nemot ngt`` (``configs/ngt/*.toml``) with
-``reproduction = "ngt"``; ``nemot ngt report`` keeps the paper's own aggregation
-(:mod:`nemot.ngt.metrics`), ``nemot runs report`` adds confidence intervals and Welch's
-t-test per score.
+A config (``configs/ngt/``)::
+
+    reproduction = "ngt"
+    name = "table1"
+    output_dir = "runs/ngt/table1"
+    seeds = [0, 1, 2]
+    [model]    backbone (preset name, directory, or a table of BertBackbone sizes),
+               tokenizer (preset/directory, or a vocab.txt), lowercase,
+               sequence_length, num_gating_layers, gating_dropout
+    [train]    batch_size, learning_rate, weight_decay, beta_1, beta_2, epsilon,
+               jit_compile, run_eagerly (no tf.function: for tiny smoke runs),
+               save_weights, verbose
+    [data]     dir (``<dir>/<Task>/{train,val}.jsonl``; "hub" for the HF hub), source
+    [variants.<name>]  gating (a model variant), gate_position
+    [tasks.<Task>]     epochs, decay_steps (default: steps per epoch x epochs),
+                       aux_tokens (tokens seen only by the gating block)
+
+A run writes one directory per task, ``<output_dir>/<variant>/seed<k>/<Task>/``
+(:func:`nemot.ngt.train.train_run`: the trainer's ``results.csv``, the predictions of
+every epoch, ``config.toml``); the epoch is selected on the validation split.
 """
 
-from nemot import runs
+import dataclasses
+import typing
+from pathlib import Path
+
+from nemot.data import superglue
 from nemot.evaluation.benchmarks import task_score
-from nemot.ngt.metrics import best_epoch
-from nemot.ngt.train import Experiment, load_splits, load_tokenizer, train_run
+from nemot.experiments import protocol
+from nemot.experiments.config import keys, settings
+from nemot.ngt import metrics
+from nemot.ngt.model import VARIANTS
+
+TABLES = ("model", "train", "data", "tasks")
 
 # Paper Table 1 (notes section 4): per task the mean of its metrics, and the Mean column.
 _TABLE1 = {
@@ -32,25 +57,142 @@ PAPER_NOTES = {"table1": "NGT paper Table 1 (SuperGLUE validation, 3 runs): a mu
                          "difference significant (all p > 0.05)."}
 
 
+@dataclasses.dataclass(frozen=True)
+class Model:
+    backbone: object = "bert_large_en"
+    tokenizer: str | None = None
+    lowercase: bool = False
+    sequence_length: int = 512
+    num_gating_layers: int = 3
+    gating_dropout: float = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class Train:
+    """Paper Table 3."""
+
+    batch_size: int = 8
+    learning_rate: float = 1e-5
+    weight_decay: float = 0.01
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-7
+    jit_compile: bool = False
+    run_eagerly: bool = False
+    save_weights: bool = False
+    verbose: int = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Data:
+    dir: str | None = None
+    source: typing.Literal[superglue.SOURCES] = "files"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One column of the paper's tables: a model variant and where its gate sits."""
+
+    gating: typing.Literal[VARIANTS] = "neuromodulated-gating"
+    gate_position: int = 21
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskPlan:
+    """How long to train on one task (paper Table 3)."""
+
+    epochs: int
+    decay_steps: int | None = None
+    aux_tokens: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    output_dir: str
+    seeds: tuple
+    variants: dict  # name -> Variant
+    tasks: dict  # SuperGLUE task -> TaskPlan
+    model: Model = Model()
+    train: Train = Train()
+    data: Data = Data()
+
+
+def from_dict(raw, source="<dict>"):
+    """An :class:`Experiment` from a TOML-shaped dict; errors name ``source`` and the key."""
+    top = protocol.protocol_keys(raw, TABLES, source)
+    variant_tables = top.pop("variants")
+    keys(raw.get("tasks", {}), superglue.TASKS, f"{source}: [tasks]")
+    if not raw.get("tasks"):
+        raise ValueError(f"{source}: tasks: expected at least one [tasks.<Task>] table")
+    data = settings(Data, raw.get("data", {}), f"{source}: [data]")
+    return Experiment(
+        **top, variants={name: settings(Variant, table, f"{source}: [variants.{name}]")
+                         for name, table in variant_tables.items()},
+        tasks={task: settings(TaskPlan, table, f"{source}: [tasks.{task}]")
+               for task, table in raw["tasks"].items()},
+        model=settings(Model, raw.get("model", {}), f"{source}: [model]"),
+        train=settings(Train, raw.get("train", {}), f"{source}: [train]"),
+        data=dataclasses.replace(data, dir=None if data.dir == "hub" else data.dir))
+
+
 def load(path, overrides=()):
-    raw = runs.apply_overrides(runs.read_config(path), overrides, ("model", "train", "data"),
-                               source=str(path))
-    if raw.pop("reproduction", "ngt") != "ngt":
-        raise ValueError(f"{path}: reproduction: expected 'ngt'")
-    return Experiment.from_dict(raw, source=str(path))
+    """The :class:`Experiment` of the TOML file at ``path`` with ``KEY=VALUE`` overrides."""
+    raw, _ = protocol.read_experiment(path, overrides, "ngt", TABLES)
+    return from_dict(raw, source=str(path))
 
 
 def variants(experiment):
-    return [v.name for v in experiment.variants]
+    return list(experiment.variants)
 
 
 def run_one(experiment, variant, seed, run_dir):
-    tokenizer = load_tokenizer(experiment)
+    """Train ``variant`` on every task of ``experiment`` with ``seed``; returns each task's
+    score at its best validation epoch and their ``mean``."""
+    from nemot.ngt.train import load_splits, load_tokenizer, train_run
+
+    tokenizer = load_tokenizer(experiment.model)
+    resolved = protocol.resolved_toml("ngt", experiment.name, variant, seed, {
+        **{t: dataclasses.asdict(getattr(experiment, t)) for t in ("model", "train", "data")},
+        "variants": {variant: dataclasses.asdict(experiment.variants[variant])},
+        "tasks": {t: dataclasses.asdict(p) for t, p in experiment.tasks.items()}})
     scores = {}
     for task in experiment.tasks:
-        train_data, val_data = load_splits(experiment, task)
-        epochs = train_run(experiment, task, experiment.variant(variant), seed, train_data,
-                           val_data, run_dir / task, tokenizer)
-        scores[task] = task_score(epochs[best_epoch(epochs)])
+        train_run(experiment, task, variant, seed, *load_splits(experiment, task),
+                  Path(run_dir, task), tokenizer, resolved)
+        scores[task] = task_score(best_epoch(Path(run_dir, task)))
     scores["mean"] = sum(scores.values()) / len(scores)
     return scores
+
+
+def best_epoch(task_dir):
+    """The task's metrics (fractions) at the run's best validation epoch."""
+    selected = protocol.select_epoch(task_dir, "best_metric")
+    selected.pop("epoch")
+    return selected
+
+
+def paper_table(output_dir, manifest):
+    """The paper's Table 1 layout of the finished runs, with its significance tests
+    (:func:`nemot.ngt.metrics.table`)."""
+    results = {}
+    for variant in manifest["variants"]:
+        for done in sorted(Path(output_dir, variant).glob(f"seed*/{protocol.METRICS}")):
+            for task in superglue.TASKS:
+                if Path(done.parent, task, "results.csv").exists():
+                    results.setdefault(variant, {}).setdefault(task, []).append(
+                        best_epoch(done.parent / task))
+    return metrics.table(results, manifest["variants"])
+
+
+def parameter_counts(experiment, num_classes=1):
+    """``{variant: parameters}`` of the experiment's models, built without loading weights.
+
+    The backbone is built once and shared (the counts do not depend on its weights).
+    """
+    from nemot.models.bert import load_backbone
+    from nemot.ngt.train import build_model
+
+    backbone = load_backbone(experiment.model.backbone, load_weights=False)
+    return {name: build_model(experiment.model, variant, backbone, num_classes).count_params()
+            for name, variant in experiment.variants.items()}

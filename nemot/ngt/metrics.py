@@ -20,12 +20,8 @@ import statistics
 
 from scipy import stats
 
-
-def best_epoch(epochs):
-    """Index of the epoch with the highest mean of its metrics (the first one on ties)."""
-    if not epochs:
-        raise ValueError("no epochs to choose from")
-    return max(range(len(epochs)), key=lambda e: (statistics.fmean(epochs[e].values()), -e))
+from nemot.data import superglue
+from nemot.evaluation import benchmarks
 
 
 def aggregate(runs):
@@ -78,3 +74,47 @@ def significance(scores_a, scores_b):
     else:
         paired_p = math.nan
     return {"per_task": per_task, "paired_over_tasks": paired_p}
+
+
+def summarize(results):
+    """Per variant the paper's table cells, mean column and per-run scores, from
+    ``{variant: {task: [each run's best-epoch metrics]}}``."""
+    summary = {}
+    for variant, per_task in results.items():
+        tasks = [t for t in superglue.TASKS if t in per_task]
+        cells = {t: aggregate(per_task[t]) for t in tasks}
+        summary[variant] = {"cells": cells, "mean": mean_column(cells), "run_scores": {
+            t: [benchmarks.task_score(m) for m in per_task[t]] for t in tasks}}
+    return summary
+
+
+def table(results, variants):
+    """The paper's Table 1 layout (markdown) plus significance tests between every pair of
+    variants; returns ``(markdown, {"summary": ..., "significance": ...})``."""
+    summary = summarize(results)
+    variants = [v for v in variants if v in summary]
+    tasks = [t for t in superglue.TASKS if any(t in summary[v]["cells"] for v in variants)]
+    lines = ["| Task | Metric | " + " | ".join(variants) + " |",
+             "|---|---|" + "---|" * len(variants)]
+    for task in tasks:
+        names = benchmarks.SUPERGLUE_METRICS[task]
+        cells = [summary[v]["cells"].get(task) for v in variants]
+        shown = [" / ".join(f"{c[m][0]:.2f}±{c[m][1]:.2f}" for m in names) if c else "–"
+                 for c in cells]
+        label = "/".join(benchmarks.METRIC_LABELS[m] for m in names)
+        lines.append(f"| {task} | {label} | " + " | ".join(shown) + " |")
+    means = [f"{summary[v]['mean'][0]:.2f}±{summary[v]['mean'][1]:.2f}" for v in variants]
+    lines += ["| **Mean** | | " + " | ".join(means) + " |", "",
+              "Significance (two-sided p; Welch's t-test per task on each run's mean task "
+              "score, paired t-test over tasks on the variants' means):", "",
+              "| Variants | " + " | ".join(tasks) + " | paired over tasks |",
+              "|---|" + "---|" * (len(tasks) + 1)]
+    tests = {}
+    for i, a in enumerate(variants):
+        for b in variants[i + 1:]:
+            test = tests[f"{a} vs {b}"] = significance(summary[a]["run_scores"],
+                                                      summary[b]["run_scores"])
+            row = [f"{test['per_task'].get(t, math.nan):.3f}" for t in tasks]
+            lines.append(f"| {a} vs {b} | " + " | ".join(row)
+                         + f" | {test['paired_over_tasks']:.3f} |")
+    return "\n".join(lines) + "\n", {"summary": summary, "significance": tests}

@@ -1,8 +1,8 @@
 """``nemot pals ...``: train the rows of the seed's tables, report them beside the paper,
 count PAL parameters.
 
-``run`` and ``report`` are the multi-seed runner's (:mod:`nemot.runs`; ``nemot runs
---config configs/pals/table2.toml`` is the same run): runs land in
+``run`` and ``report`` are the experiment protocol's (:mod:`nemot.experiments`; ``nemot
+runs --config configs/pals/table2.toml`` is the same run): runs land in
 ``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the report gives mean ± SD, 95%
 confidence intervals and Welch tests beside the paper's numbers.
 
@@ -21,22 +21,13 @@ from nemot import console
 
 def add_parser(subparsers):
     """Add ``pals`` (``run``, ``report``, ``params``, ``synthetic``) to ``subparsers``."""
+    from nemot.experiments.cli import add_paper_commands
+
     parser = subparsers.add_parser(
         "pals", help="PALs (projected attention layers) and annealed sampling on "
                      "SST / Quora / STS (seed 002)", **console.describe(__doc__))
     commands = parser.add_subparsers(dest="pals_command", required=True)
-
-    run = commands.add_parser("run", help="train every (variant, seed) of a config, then report")
-    run.add_argument("--config", required=True, help="configs/pals/table*.toml")
-    run.add_argument("--variants", nargs="+", help="only these variants (default: all)")
-    run.add_argument("--seeds", nargs="+", type=int, help="override the config's seeds")
-    run.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
-                     help="overrides, e.g. train.epochs=1 data.dir=path model.backbone=dir")
-
-    report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch tests over "
-                                                "seeds, beside the paper")
-    report.add_argument("output_dir", help="a config's output_dir")
-
+    add_paper_commands(commands, "pals")
     params = commands.add_parser("params", help="PAL parameters per task at BERT-base sizes")
     params.add_argument("--tasks", type=int, default=3, help="number of tasks (default 3)")
 
@@ -51,16 +42,11 @@ def add_parser(subparsers):
 
 def main_pals(args):
     """Run one parsed ``nemot pals`` command; returns the exit status."""
-    from nemot import runs
+    from nemot.experiments.cli import run_paper_command
 
-    runs.register("pals", "nemot.pals.experiment")
-    if args.pals_command == "run":
-        out = runs.run_config(args.config, seeds=args.seeds, variants=args.variants,
-                              overrides=args.set)
-        print(runs.write_report(out))
-    elif args.pals_command == "report":
-        print(runs.write_report(args.output_dir))
-    elif args.pals_command == "synthetic":
+    if run_paper_command(args.pals_command, args):
+        return 0
+    if args.pals_command == "synthetic":
         from nemot.data.synthetic.minbert import write_synthetic
 
         for path in write_synthetic(args.directory, seed=args.seed):

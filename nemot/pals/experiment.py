@@ -41,15 +41,16 @@ Example:
     {'sst_acc': ..., 'quora_acc': ..., 'sts_r': ..., 'score': ..., 'average_raw_r': ...}
 """
 
-import csv
 import dataclasses
 import math
+import typing
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from nemot import runs
+from nemot.experiments import protocol
+from nemot.experiments import config
 from nemot.data.format import DataError
 from nemot.data.sampling import MODES, TaskSampler
 from nemot.data.wordpiece import load_tokenizer
@@ -58,7 +59,6 @@ from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
 from nemot.pals.tasks import get_task
 from nemot.training.callbacks import MODEL_FILES
-from nemot.training.run_config import dump_toml
 
 MODES_OF_TRAINING = ("finetune", "pretrain")
 SECTIONS = {
@@ -116,18 +116,31 @@ class Settings:
     head_dropout: float = 0.3
     activation: str = "gelu"
     pals: object = "zero"
-    mode: str = "finetune"
+    mode: typing.Literal[MODES_OF_TRAINING] = "finetune"
     learning_rate: float = 1e-5
     batch_size: int = 16
     epochs: int = 10
     steps_per_epoch: int = 0
-    sampling: str = "annealed"
+    sampling: typing.Literal[MODES] = "annealed"
     score_test: bool = False
     jit_compile: bool = False
     verbose: int = 2
     dir: str = "data"
     tasks: tuple = ("sst", "quora", "sts")
     source: str = "files"
+
+    def __post_init__(self):
+        if isinstance(self.pals, str) and self.pals not in PAL_PRESETS or isinstance(
+                self.pals, dict) and set(self.pals) - set(PAL_OPTIONS):
+            raise ValueError(f"pals = {self.pals!r}: expected one of {sorted(PAL_PRESETS)} or "
+                             f"a table with keys among {list(PAL_OPTIONS)}")
+        if not self.tasks:
+            raise ValueError("tasks = []: expected a non-empty list of task names")
+        for task in self.tasks:
+            get_task(task, where="tasks")
+        for key in ("batch_size", "epochs", "sequence_length"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} = {getattr(self, key)!r}: expected a positive integer")
 
     def pal_options(self):
         """The PALs of this variant as :class:`nemot.pals.model.PALBert`'s ``pals``."""
@@ -145,79 +158,34 @@ class Experiment:
     source: str = "<dict>"
 
 
-def _check(key, value, source):
-    def fail(expected):
-        return ValueError(f"{source}: {key} = {value!r}: expected {expected}")
-
-    if key == "pals":
-        if isinstance(value, str) and value not in PAL_PRESETS:
-            raise fail(f"one of {sorted(PAL_PRESETS)} or a table of {list(PAL_OPTIONS)}")
-        if isinstance(value, dict):
-            unknown = sorted(set(value) - set(PAL_OPTIONS))
-            if unknown:
-                raise fail(f"a table with keys among {list(PAL_OPTIONS)} (unknown {unknown})")
-    elif key == "tasks":
-        if not isinstance(value, list) or not value:
-            raise fail("a non-empty list of task names")
-        for task in value:
-            get_task(task, where=f"{source}: tasks")
-        return tuple(value)
-    elif key == "mode" and value not in MODES_OF_TRAINING:
-        raise fail(f"one of {MODES_OF_TRAINING}")
-    elif key == "sampling" and value not in MODES:
-        raise fail(f"one of {MODES}")
-    elif key == "score_test" and not isinstance(value, bool):
-        raise fail("true or false")
-    elif key in ("batch_size", "epochs", "sequence_length") and not (
-            isinstance(value, int) and value > 0):
-        raise fail("a positive integer")
-    return value
-
-
-def _settings(tables, source):
-    """Flat ``{field: value}`` from ``[model]``/``[train]``/``[data]``-shaped tables."""
-    out = {}
-    for section, keys in SECTIONS.items():
-        table = tables.get(section, {})
-        if not isinstance(table, dict):
-            raise ValueError(f"{source}: [{section}] must be a table")
-        for key, value in table.items():
-            if key in REMOVED:
-                raise ValueError(f"{source}: [{section}] {key!r} was removed: {REMOVED[key]}")
-            if key not in keys:
-                raise ValueError(f"{source}: [{section}] {key!r}: expected one of {list(keys)}")
-            out[key] = _check(key, value, f"{source}: [{section}]")
-    return out
+def _refuse_removed(table, where):
+    removed = [key for key in table if key in REMOVED]
+    if removed:
+        raise ValueError(f"{where}: {removed[0]!r} was removed: {REMOVED[removed[0]]}")
 
 
 def from_dict(raw, source="<dict>"):
-    """An :class:`Experiment` from a TOML-shaped dict; unknown keys name the file and key."""
-    if raw.get("reproduction", "pals") != "pals":
-        raise ValueError(f"{source}: reproduction = {raw['reproduction']!r}: expected 'pals'")
-    protocol = runs.protocol_keys(raw, tuple(SECTIONS), source)
-    base = _settings(raw, source)
-    fields = {f for keys in SECTIONS.values() for f in keys}
+    """An :class:`Experiment` from a TOML-shaped dict; unknown keys name the file and key.
+    ``[model]``, ``[train]`` and ``[data]`` are every variant's defaults."""
+    top = protocol.protocol_keys(raw, tuple(SECTIONS), source)
+    base = {}
+    for section, names in SECTIONS.items():
+        _refuse_removed(raw.get(section, {}), f"{source}: [{section}]")
+        config.keys(raw.get(section, {}), names, f"{source}: [{section}]")
+        base.update(raw.get(section, {}))
+    config.settings(Settings, base, source)
     variants = {}
-    for name, table in protocol["variants"].items():
-        where = f"{source}: [variants.{name}]"
-        removed = [key for key in table if key in REMOVED]
-        if removed:
-            raise ValueError(f"{where}: {removed[0]!r} was removed: {REMOVED[removed[0]]}")
-        unknown = sorted(set(table) - fields)
-        if unknown:
-            raise ValueError(f"{where}: unknown keys {unknown}: expected some of {sorted(fields)}")
-        values = dict(base, **{k: _check(k, v, where) for k, v in table.items()})
-        variants[name] = Settings(**values)
-    return Experiment(protocol["name"], protocol["output_dir"], protocol["seeds"], variants,
-                      source)
+    for name, table in top.pop("variants").items():
+        _refuse_removed(table, f"{source}: [variants.{name}]")
+        variants[name] = config.settings(Settings, {**base, **table}, f"{source}: [variants.{name}]")
+    return Experiment(**top, variants=variants, source=source)
 
 
 def load(path, overrides=()):
     """Read a config and apply ``KEY=VALUE`` overrides (``"train.epochs=1"``,
     ``"data.dir=..."``, ``"seeds=[0]"``; they set the shared tables, which a variant's own
     keys still override)."""
-    raw = runs.apply_overrides(runs.read_config(path), overrides, tuple(SECTIONS),
-                               source=str(path))
+    raw, _ = protocol.read_experiment(path, overrides, "pals", tuple(SECTIONS))
     return from_dict(raw, source=str(path))
 
 
@@ -330,11 +298,12 @@ def run_one(experiment, variant, seed, run_dir):
 
     source = loop.DataSource(train=train_fn, steps_per_epoch=steps, validation=validation_fn,
                              metric=metric)
-    config = loop.TrainConfig(batch_size=settings.batch_size, epochs=settings.epochs,
-                              steps_per_epoch=steps, verbose=settings.verbose)
-    result = loop.run(build_model, source, config, run_dir, compile_model=compile_model,
-                      seed=seed, config_toml=resolved_toml(experiment, variant, seed))
-    metrics = best_epoch_metrics(run_dir, result.best["metric_epoch"])
+    train_config = loop.TrainConfig(batch_size=settings.batch_size, epochs=settings.epochs,
+                                    steps_per_epoch=steps, verbose=settings.verbose)
+    loop.run(build_model, source, train_config, run_dir, compile_model=compile_model,
+             seed=seed, config_toml=resolved_toml(experiment, variant, seed))
+    metrics = protocol.select_epoch(run_dir, "best_metric")  # the trainer's best dev score
+    del metrics["epoch"]
     if test is not None:
         # The trainer saved this checkpoint at the epoch of the best dev score.
         selected = keras.models.load_model(Path(run_dir, MODEL_FILES["best_metric"]),
@@ -347,25 +316,7 @@ def run_one(experiment, variant, seed, run_dir):
 def resolved_toml(experiment, variant, seed):
     """The settings one run used, as a TOML config of one variant (the run's
     ``config.toml``)."""
-    settings = experiment.variants[variant]
-    data = {"reproduction": "pals", "name": experiment.name, "variant": variant, "seed": seed}
-    for section, keys in SECTIONS.items():
-        data[section] = {}
-        for key in keys:
-            value = getattr(settings, key)
-            if isinstance(value, dict):
-                data[f"{section}.{key}"] = value
-            elif value is not None:
-                data[section][key] = value
-    return dump_toml(data)
-
-
-def best_epoch_metrics(run_dir, epoch):
-    """The ``val_*`` values of ``epoch`` in the trainer's ``results.csv``, without prefix."""
-    with open(Path(run_dir, "results.csv"), newline="", encoding="utf-8") as handle:
-        rows = [r for r in csv.DictReader(handle) if int(r["epoch"]) == epoch]
-    if not rows:
-        raise ValueError(f"{run_dir}/results.csv: no row for epoch {epoch}")
-    skip = {"val_loss", "val_metric", "val_perplexity"}
-    return {k[4:]: float(v) for k, v in rows[0].items()
-            if k.startswith("val_") and k not in skip and v != ""}
+    values = experiment.variants[variant]
+    return protocol.resolved_toml("pals", experiment.name, variant, seed, {
+        section: {key: getattr(values, key) for key in names}
+        for section, names in SECTIONS.items()})

@@ -304,7 +304,7 @@ def test_pals_in_the_vanilla_set_keep_dec_mode_causal():
 def test_the_nemot_general_experiment_with_pals_builds(monkeypatch):
     from pathlib import Path
 
-    from nemot.training import experiment
+    from nemot.experiments import nemot_runs as experiment
 
     root = Path(__file__).parents[2]
     monkeypatch.chdir(root)  # run_config paths are relative to the repository

@@ -73,10 +73,27 @@ def test_aggregate_uses_percent_and_the_sample_sd():
     assert single["em"][0] == 74.5 and math.isnan(single["em"][1])
 
 
-def test_best_epoch_uses_the_mean_of_the_task_metrics():
+def test_best_epoch_uses_the_mean_of_the_task_metrics(tmp_path):
+    """A run's val_metric is the task score (train_run); its best epoch is NGT's."""
+    from nemot.evaluation.benchmarks import task_score
+    from nemot.ngt.experiment import best_epoch
+
     epochs = [{"f1": 0.9, "acc": 0.5}, {"f1": 0.7, "acc": 0.8}, {"f1": 0.75, "acc": 0.75}]
-    assert metrics.best_epoch(epochs) == 1  # 0.75 > 0.70; the first of the tied 0.75s
-    assert metrics.best_epoch([{"acc": 0.5}, {"acc": 0.6}, {"acc": 0.4}]) == 1
+    lines = ["epoch,loss,val_loss,val_metric,val_f1,val_acc"] + [
+        f"{i + 1},0.5,,{task_score(m)},{m['f1']},{m['acc']}" for i, m in enumerate(epochs)]
+    (tmp_path / "results.csv").write_text("\n".join(lines) + "\n")
+    assert best_epoch(tmp_path) == epochs[1]  # 0.75 > 0.70; the first of the tied 0.75s
+
+
+def test_the_table_leaves_a_task_a_variant_did_not_run_empty():
+    best = {"CB": [{"f1": 0.8, "acc": 0.9}, {"f1": 0.7, "acc": 0.8}],
+            "ReCoRD": [{"f1": 0.5, "em": 0.4}, {"f1": 0.6, "em": 0.5}]}
+    text, data = metrics.table({"plain": {"CB": best["CB"]}, "ngt": best}, ["plain", "ngt"])
+    lines = text.splitlines()
+    assert lines[0] == "| Task | Metric | plain | ngt |"
+    assert "| CB | F1/Acc | 75.00±7.07 / 85.00±7.07 | 75.00±7.07 / 85.00±7.07 |" in lines
+    assert "| ReCoRD | F1/EM | – | 55.00±7.07 / 45.00±7.07 |" in lines
+    assert set(data["significance"]["plain vs ngt"]["per_task"]) == {"CB"}
 
 
 def test_significance_is_welch_per_task_and_paired_over_tasks():

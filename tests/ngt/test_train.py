@@ -1,5 +1,7 @@
-"""NGT runner: experiment configs, a fit on a synthetic pair task, and the CLI end to end on fixtures."""
+"""NGT's recipe: experiment configs, a fit on a synthetic pair task, and the CLI end to end
+on fixtures (through the experiment protocol)."""
 
+import csv
 import json
 from pathlib import Path
 
@@ -9,9 +11,11 @@ import pytest
 
 from nemot.data import superglue
 from nemot.data.superglue import PairRow, TaskData
+from nemot.experiments.protocol import select_epoch
 from nemot.ngt import cli
+from nemot.ngt.experiment import Experiment, Model, TaskPlan, Train, Variant, from_dict, load
 from nemot.ngt.model import NGTModel
-from nemot.ngt.train import Experiment, TaskPlan, Variant, collect, compile_model, train_run
+from nemot.ngt.train import compile_model, train_run
 from tests.data.superglue_records import make_vocab
 from tests.ngt.helpers import tiny_backbone
 
@@ -25,22 +29,25 @@ TABLE3 = {
 
 
 def test_table1_config_matches_the_paper():
-    exp = Experiment.from_toml(CONFIGS / "table1.toml")
-    assert [(v.name, v.gating) for v in exp.variants] == [
+    exp = load(CONFIGS / "table1.toml")
+    assert [(name, v.gating) for name, v in exp.variants.items()] == [
         ("no-gating-block", "no-gating-block"),
         ("neuromodulated-gating", "neuromodulated-gating"),
         ("non-neuromodulated-gating", "non-neuromodulated-gating"),
     ]
-    assert exp.variant("neuromodulated-gating").gate_position == 21
+    assert exp.variants["neuromodulated-gating"].gate_position == 21
     assert {t: (p.epochs, p.decay_steps) for t, p in exp.tasks.items()} == TABLE3
-    assert (exp.batch_size, exp.learning_rate, exp.weight_decay, exp.beta_1, exp.beta_2) == (8, 1e-5, 0.01, 0.9, 0.999)
-    assert exp.sequence_length == 512 and exp.num_gating_layers == 3 and len(exp.seeds) == 3
+    train = exp.train
+    assert (train.batch_size, train.learning_rate, train.weight_decay, train.beta_1,
+            train.beta_2) == (8, 1e-5, 0.01, 0.9, 0.999)
+    assert exp.model.sequence_length == 512 and exp.model.num_gating_layers == 3
+    assert len(exp.seeds) == 3
     assert all(p.aux_tokens == () for p in exp.tasks.values())  # no auxiliary tokens in the paper
 
 
 def test_table4_config_stops_early_on_the_full_cosine():
-    exp = Experiment.from_toml(CONFIGS / "table4.toml")
-    assert {v.name: (v.gating, v.gate_position) for v in exp.variants} == {
+    exp = load(CONFIGS / "table4.toml")
+    assert {name: (v.gating, v.gate_position) for name, v in exp.variants.items()} == {
         "gating-start": ("neuromodulated-gating", 3),
         "gating-end": ("neuromodulated-gating", 21),
     }
@@ -52,14 +59,18 @@ def test_table4_config_stops_early_on_the_full_cosine():
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ({"optimizer": "adam"}, r"key 'optimizer': expected one of"),
-        ({"train": {"lr": 1e-5}}, r"key 'train.lr': expected one of"),
-        ({"variants": {"x": {"gating": "gated"}}}, r"key 'variants.x.gating': expected one of"),
-        ({"tasks": {"RTE": {"decay_steps": 5}}}, r"key 'tasks.RTE': expected keys epochs \(required\)"),
-        ({"tasks": {"MNLI": {"epochs": 1}}}, r"key 'tasks.MNLI': expected a SuperGLUE task"),
-        ({"seeds": "0"}, r"key 'seeds': expected a list of integers"),
-        ({"data": {"dir": "d", "source": "bucket"}}, r"key 'data.source': expected one of"),
-        ({"data": {"folder": "d"}}, r"key 'data': expected keys 'dir' and 'source'"),
+        ({"optimizer": "adam"}, r"unknown key\(s\) \['optimizer'\]; expected some of"),
+        ({"train": {"lr": 1e-5}}, r"\[train\]: unknown key\(s\) \['lr'\]; expected some of"),
+        ({"variants": {"x": {"gating": "gated"}}},
+         r"\[variants.x\]: gating = 'gated': expected one of \['neuromodulated-gating'"),
+        ({"tasks": {"RTE": {"decay_steps": 5}}}, r"\[tasks.RTE\]: epochs: required, not given"),
+        ({"tasks": {"MNLI": {"epochs": 1}}},
+         r"\[tasks\]: unknown key\(s\) \['MNLI'\]; expected some of \['BoolQ'"),
+        ({"tasks": {"RTE": {"epochs": "3"}}}, r"\[tasks.RTE\]: epochs = '3': expected an "),
+        ({"seeds": "0"}, r"seeds: expected a list of integers"),
+        ({"data": {"dir": "d", "source": "bucket"}}, r"\[data\]: source = 'bucket': expected "
+                                                     r"one of"),
+        ({"data": {"folder": "d"}}, r"\[data\]: unknown key\(s\) \['folder'\]"),
     ],
 )
 def test_bad_configs_name_the_key(tmp_path, patch, message):
@@ -69,15 +80,15 @@ def test_bad_configs_name_the_key(tmp_path, patch, message):
     }
     raw.update(patch)
     with pytest.raises(ValueError, match=message) as info:
-        Experiment.from_dict(raw, source="exp.toml")
-    assert str(info.value).startswith("exp.toml, key")
+        from_dict(raw, source="exp.toml")
+    assert str(info.value).startswith("exp.toml: ")
 
 
 @pytest.mark.parametrize("num_classes, loss", [(1, "binary_crossentropy"), (3, "categorical_crossentropy")])
 def test_compile_uses_the_papers_optimiser(num_classes, loss):
-    exp = Experiment.from_toml(CONFIGS / "table1.toml")
+    exp = load(CONFIGS / "table1.toml")
     model = NGTModel(tiny_backbone(), gate_position=2, num_gating_layers=1, num_classes=num_classes)
-    compile_model(model, exp, decay_steps=320)
+    compile_model(model, exp.train, decay_steps=320)
     opt = model.optimizer
     assert isinstance(opt, keras.optimizers.AdamW)
     assert (opt.weight_decay, opt.beta_1, opt.beta_2, opt.epsilon) == (0.01, 0.9, 0.999, 1e-7)
@@ -103,21 +114,23 @@ def test_fits_a_synthetic_pair_task_to_high_accuracy(tmp_path):
     vocab.write_text("\n".join(make_vocab(["red green blue"])) + "\n")
     n_vocab = len(vocab.read_text().split())
     exp = Experiment(
-        name="fit", output_dir=str(tmp_path), seeds=(0,), data_dir=None,
-        variants=(Variant("ngt", "neuromodulated-gating", gate_position=1),),
+        name="fit", output_dir=str(tmp_path), seeds=(0,),
+        variants={"ngt": Variant("neuromodulated-gating", gate_position=1)},
         tasks={"RTE": TaskPlan(epochs=7)},
-        backbone=dict(vocabulary_size=n_vocab, num_layers=2, num_heads=2, hidden_dim=32,
-                      intermediate_dim=64, max_sequence_length=8),
-        tokenizer=str(vocab), sequence_length=8, num_gating_layers=1, batch_size=32, learning_rate=2e-3,
+        model=Model(backbone=dict(vocabulary_size=n_vocab, num_layers=2, num_heads=2,
+                                  hidden_dim=32, intermediate_dim=64, max_sequence_length=8),
+                    tokenizer=str(vocab), sequence_length=8, num_gating_layers=1),
+        train=Train(batch_size=32, learning_rate=2e-3, verbose=0),
     )
     val = _match_rows(128, 1)
     majority = max(np.mean([r.label for r in val.rows]), 1 - np.mean([r.label for r in val.rows]))
-    epochs = train_run(exp, "RTE", exp.variants[0], 0, _match_rows(1024, 0), val, out_dir=tmp_path / "run")
+    train_run(exp, "RTE", "ngt", 0, _match_rows(1024, 0), val, out_dir=tmp_path / "run")
     assert majority < 0.7
-    assert epochs[-1]["acc"] >= 0.95
-    logged = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [line["epoch"] for line in logged] == list(range(1, 8))
-    assert logged[-1]["loss"] < logged[0]["loss"]
+    assert select_epoch(tmp_path / "run")["acc"] >= 0.95
+    with open(tmp_path / "run" / "results.csv", newline="") as handle:
+        logged = list(csv.DictReader(handle))
+    assert [int(line["epoch"]) for line in logged] == list(range(1, 8))
+    assert float(logged[-1]["loss"]) < float(logged[0]["loss"])
 
 
 def write_config(path, tmp_path, superglue_dir, vocab_file, n_vocab, top, tables, name="tiny"):
@@ -140,6 +153,7 @@ max_sequence_length = 48
 [train]
 batch_size = 4
 run_eagerly = true  # tracing would dominate these two-step epochs
+verbose = 0
 [data]
 dir = "{superglue_dir}"
 {tables}""")
@@ -148,7 +162,8 @@ dir = "{superglue_dir}"
 
 def test_cli_trains_reports_and_counts_on_superglue_files(tmp_path, superglue_dir, vocab_file, capsys):
     n_vocab = len(vocab_file.read_text().split())
-    config = write_config(tmp_path / "tiny.toml", tmp_path, superglue_dir, vocab_file, n_vocab, "seeds = [0, 1]", """
+    config = write_config(tmp_path / "tiny.toml", tmp_path, superglue_dir, vocab_file, n_vocab,
+                          'reproduction = "ngt"\nseeds = [0, 1]', """
 [variants.plain]
 gating = "no-gating-block"
 [variants.ngt]
@@ -160,29 +175,34 @@ epochs = 2
 epochs = 1
 aux_tokens = ["[unused1]"]
 """)
-    assert cli.main(["train", "--config", str(config), "--verbose", "0", "--variants", "ngt"]) == 0
-    assert cli.main(["train", "--config", str(config), "--verbose", "0", "--variants", "plain",
-                     "--tasks", "CB"]) == 0
-    runs = collect(tmp_path / "runs")
-    assert {v: sorted(t) for v, t in runs.items()} == {"ngt": ["CB", "ReCoRD"], "plain": ["CB"]}
-    assert [len(epochs) for epochs in runs["ngt"]["CB"]] == [2, 2]  # two seeds, two epochs each
-    assert set(runs["ngt"]["ReCoRD"][0][0]) == {"f1", "em"}
-    predictions = tmp_path / "runs" / "ngt" / "CB" / "seed1" / "val_predictions_epoch2.jsonl"
+    assert cli.main(["run", "--config", str(config), "--variants", "ngt"]) == 0
+    # Only the gating block reads auxiliary tokens: none for the plain model (a nested key).
+    assert cli.main(["run", "--config", str(config), "--variants", "plain", "--seeds", "0",
+                     "--set", "tasks.ReCoRD.aux_tokens=[]"]) == 0
+    runs = tmp_path / "runs"
+    assert sorted(p.relative_to(runs).as_posix() for p in runs.glob("*/seed*/*/results.csv")) == [
+        f"{v}/seed{s}/{t}/results.csv" for v, s in (("ngt", 0), ("ngt", 1), ("plain", 0))
+        for t in ("CB", "ReCoRD")]
+    with open(runs / "ngt" / "seed1" / "CB" / "results.csv", newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 2  # two epochs
+    assert set(select_epoch(runs / "ngt" / "seed0" / "ReCoRD")) == {"f1", "em", "epoch"}
+    predictions = runs / "ngt" / "seed1" / "CB" / "val_predictions_epoch2.jsonl"
     records = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert [r["idx"] for r in records] == [0, 1, 2]
     assert {r["label"] for r in records} <= {"contradiction", "neutral", "entailment"}
 
     capsys.readouterr()
-    assert cli.main(["report", "--config", str(config)]) == 0
-    table = capsys.readouterr().out
-    lines = table.splitlines()
-    assert lines[0] == "| Task | Metric | plain | ngt |"
+    assert cli.main(["report", str(runs)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| Task | Metric | plain | ngt |" in lines
     assert any(line.startswith("| CB | F1/Acc |") for line in lines)
-    assert any(line.startswith("| ReCoRD | F1/EM | – |") for line in lines)
+    assert any(line.startswith("| ReCoRD | F1/EM |") for line in lines)
     assert any(line.startswith("| **Mean** |") for line in lines)
     assert any(line.startswith("| plain vs ngt |") for line in lines)
-    report = json.loads((tmp_path / "runs" / "report.json").read_text())
-    assert set(report["significance"]["plain vs ngt"]["per_task"]) == {"CB"}
+    report = json.loads((runs / "report.json").read_text())
+    assert set(report["paper_table"]["significance"]["plain vs ngt"]["per_task"]) == {
+        "CB", "ReCoRD"}
+    assert (report["summary"]["ngt"]["CB"]["n"], report["summary"]["plain"]["CB"]["n"]) == (2, 1)
 
     assert cli.main(["params", "--config", str(config), "--num-classes", "3"]) == 0
     counts = json.loads(capsys.readouterr().out)
@@ -203,10 +223,10 @@ epochs = 1
 """, name="table1")
     out = runs.run_config(config, log=lambda *a: None)
     scores = json.loads((out / "no-gating-block" / "seed0" / runs.METRICS).read_text())
-    epochs = [{k: v for k, v in line.items() if k not in ("epoch", "loss")}
-              for line in map(json.loads, (out / "no-gating-block" / "seed0" / "CB" /
-                                           "metrics.jsonl").read_text().splitlines())]
-    assert scores == {"CB": pytest.approx(100 * np.mean(list(epochs[0].values()))),
+    with open(out / "no-gating-block" / "seed0" / "CB" / "results.csv", newline="") as handle:
+        (epoch,) = csv.DictReader(handle)
+    assert scores == {"CB": pytest.approx(100 * np.mean([float(epoch["val_f1"]),
+                                                         float(epoch["val_acc"])])),
                       "mean": pytest.approx(scores["CB"])}
     report, _ = runs.report(out)
     assert "68.27" in report  # the paper's Mean of this variant, beside ours
@@ -219,7 +239,7 @@ def test_the_data_source_reaches_the_superglue_reader(tmp_path, monkeypatch):
     raw = {"name": "x", "output_dir": str(tmp_path), "seeds": [0],
            "variants": {"v": {"gating": "no-gating-block"}}, "tasks": {"RTE": {"epochs": 1}},
            "data": {"dir": str(tmp_path), "source": "tfds"}}
-    exp = Experiment.from_dict(raw)
+    exp = from_dict(raw)
     calls = []
     monkeypatch.setattr(superglue, "load_task", lambda *args: calls.append(args))
     train.load_splits(exp, "RTE")

@@ -87,14 +87,15 @@ def test_config_errors_name_the_file_and_key(tmp_path):
     path = tmp_path / "bad.toml"
     base = 'reproduction = "pals"\nname = "x"\noutput_dir = "o"\n'
     for body, message in [
-        ('[train]\nlr = 1', r"bad.toml: \[train\] 'lr': expected one of"),
+        ('[train]\nlr = 1', r"bad.toml: \[train\]: unknown key\(s\) \['lr'\]; expected some of"),
         ('[variants.a]\npals = "double"', r"\[variants.a\]: pals = 'double': expected one of"),
         ('[data]\ntasks = ["sst", "mnli"]', "task 'mnli': expected one of"),
         ('[train]\nsampling = "temperature"', "sampling = 'temperature'"),
-        ('[variants.a]\nheads = 2', r"\[variants.a\]: unknown keys \['heads'\]"),
+        ('[variants.a]\nheads = 2', r"\[variants.a\]: unknown key\(s\) \['heads'\]"),
+        ('[train]\nepochs = "2"', r"bad.toml: epochs = '2': expected an integer"),
         ('[modell]\nx = 1', r"unknown key\(s\) \['modell'\]"),
         ('[train]\nscore_test = "yes"', r"score_test = 'yes': expected true or false"),
-        ('[train]\neval_split = "test"', r"\[train\] 'eval_split' was removed: the epoch is "
+        ('[train]\neval_split = "test"', r"\[train\]: 'eval_split' was removed: the epoch is "
                                          "always selected on dev"),
         ('[variants.a]\neval_split = "dev"', r"\[variants.a\]: 'eval_split' was removed"),
     ]:

@@ -1,5 +1,5 @@
 """NeMoT run configs over seeds and variants, in the protocol of ``nemot runs``
-(:mod:`nemot.runs`): the thesis' runs with everything else equal, e.g. NeMoT's gate
+(:mod:`nemot.experiments.protocol`): the thesis' runs with everything else equal, e.g. NeMoT's gate
 against PALs, HyperGrid or a modulated activation on the same QA data.
 
 An experiment is a TOML file::
@@ -23,7 +23,7 @@ Each run trains ``run_config`` with the variant's values and the seed
 import dataclasses
 from pathlib import Path
 
-from nemot import runs
+from nemot.experiments import protocol
 from nemot.training import run_config as rc
 from nemot.training.trainer import train
 
@@ -45,8 +45,7 @@ class Experiment:
 
 def load(path, overrides=()):
     """The experiment at ``path``; ``overrides`` as ``nemot runs --set``."""
-    raw = runs.apply_overrides(runs.read_config(path), overrides, (), source=str(path))
-    keys = runs.protocol_keys(raw, TABLES, source=str(path))
+    raw, keys = protocol.read_experiment(path, overrides, "nemot", TABLES)
     if not isinstance(raw.get("run_config"), str):
         raise ValueError(f"{path}: run_config: expected the path of a thesis run config")
     base = Path(raw["run_config"])

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from nemot import runs
-from nemot.training import experiment
+from nemot.experiments import nemot_runs as experiment
 from tests.data import fixtures
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

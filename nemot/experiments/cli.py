@@ -1,0 +1,104 @@
+"""``nemot runs``: run a reproduction's config over seeds, and report the statistics.
+
+Examples::
+
+    nemot runs --config configs/modact/names_lstm.toml              # the config's seeds
+    nemot runs --config configs/modact/names_lstm.toml --seeds 30   # seeds 0..29
+    nemot runs --config configs/modact/cifar10_cnn.toml --seed-list 3 4 --jobs 2 \\
+        --set train.epochs=10
+    nemot runs report runs/modact/names_lstm
+"""
+
+from nemot import console
+
+
+def add_parser(subparsers):
+    """Add ``runs`` (and ``runs report``) to an argparse subparsers object."""
+    parser = subparsers.add_parser(
+        "runs", help="run a reproduction config over seeds; `runs report DIR` for statistics",
+        allow_abbrev=False, **console.describe(__doc__))
+    parser.add_argument("--config", help="an experiment TOML with a top-level `reproduction`")
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, metavar="N", help="seeds 0..N-1 (default: the "
+                       "config's `seeds`)")
+    seeds.add_argument("--seed-list", type=int, nargs="+", metavar="S", help="these seeds")
+    parser.add_argument("--variants", nargs="+", help="only these variants")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="1: one run after the other in this process (default); N: up to "
+                             "N runs at a time, each in its own process")
+    parser.add_argument("--force", action="store_true", help="rerun finished runs")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config value (repeatable), e.g. "
+                                                  "train.epochs=1")
+    commands = parser.add_subparsers(dest="runs_command")
+    report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch's t-test of "
+                                 "the finished runs in DIR, beside the paper's numbers")
+    report.add_argument("dir", help="an output_dir written by `nemot runs --config`")
+    one = commands.add_parser("one", help="one run (what --jobs starts in each process)")
+    one.add_argument("--config", required=True, dest="one_config")
+    one.add_argument("--variant", required=True)
+    one.add_argument("--seed", type=int, required=True)
+    one.add_argument("--set", dest="one_overrides", action="append", default=[])
+    parser.set_defaults(func=main_runs, runs_parser=parser)
+    return parser
+
+
+def main_runs(args):
+    """Run one parsed ``nemot runs`` command; returns the exit status."""
+    from nemot.experiments import protocol as runs
+    from nemot.experiments.report import write_report
+
+    if args.runs_command == "report":
+        print(write_report(args.dir))
+        return 0
+    if args.runs_command == "one":
+        module, experiment = runs.load(args.one_config, args.one_overrides)
+        runs.run_and_record(module, experiment, args.variant, args.seed)
+        return 0
+    if not args.config:
+        args.runs_parser.error("give --config FILE (or `runs report DIR`)")
+    seeds = list(range(args.seeds)) if args.seeds is not None else args.seed_list
+    out = runs.run_config(args.config, seeds=seeds, variants=args.variants,
+                          overrides=args.overrides, jobs=args.jobs, force=args.force)
+    print(write_report(out))
+    return 0
+
+
+def add_paper_commands(commands, paper):
+    """Add a paper's ``run`` and ``report`` (the protocol's, as ``nemot runs``) to the
+    subparsers ``commands`` of ``nemot <paper>``; :func:`run_paper_command` runs them."""
+    run = commands.add_parser("run", help="train every (variant, seed) of a config not "
+                              "finished yet into <output_dir>/<variant>/seed<k>/, then report")
+    run.add_argument("--config", required=True, help=f"an experiment TOML (configs/{paper}/)")
+    run.add_argument("--variants", nargs="+", help="only these variants (default: all)")
+    run.add_argument("--seeds", nargs="+", type=int, help="these seeds (default: the "
+                                                          "config's `seeds`)")
+    run.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                     help="override config values, e.g. train.epochs=1 data.dir=path")
+    report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch tests over "
+                                 "seeds beside the paper's numbers, and the figure")
+    report.add_argument("output_dir", help="a config's output_dir")
+    return run, report
+
+
+def run_paper_command(command, args):
+    """Run ``run`` or ``report`` of :func:`add_paper_commands`; False for another command."""
+    from nemot.experiments import protocol
+    from nemot.experiments.report import write_report
+
+    if command == "run":
+        out = protocol.run_config(args.config, seeds=args.seeds, variants=args.variants,
+                                  overrides=args.set)
+        print(write_report(out))
+    elif command == "report":
+        print(write_report(args.output_dir))
+    return command in ("run", "report")
+
+
+def main(argv=None):
+    """Stand-alone entry point: ``python -m nemot.experiments.cli --config ...``."""
+    return console.standalone(add_parser, argv, command="runs")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,371 @@
+"""The experiment protocol every reproduction uses: multi-seed runs of a TOML config
+(issue 18), with ``--set`` overrides, variants, seeds, the resolved config beside each run
+and the epoch selected on a named split; :mod:`nemot.experiments.report` gives the
+statistics, report and figure, :mod:`nemot.experiments.config` reads the typed settings.
+
+**A recipe.** A reproduction package ``nemot/<package>/`` has a module ``experiment.py``
+(registered in :data:`REPRODUCTIONS`) with:
+
+- ``load(path, overrides=()) -> Experiment``: a TOML config with the top-level keys
+  ``reproduction = "<package>"``, ``name``, ``output_dir``, ``seeds = [...]``, tables
+  ``[variants.<name>]`` and the package's own tables; ``overrides`` are
+  ``"KEY=VALUE"`` strings (``"train.epochs=1"``). The Experiment has attributes
+  ``name``, ``output_dir`` and ``seeds`` (:func:`read_experiment` reads all of this).
+- ``variants(experiment) -> [names]``, in the paper's column order.
+- ``run_one(experiment, variant, seed, run_dir) -> {metric: float}``: trains and
+  evaluates one run, writing what it likes into ``run_dir``.
+- ``PAPER = {key: {metric: number}}``: the paper's numbers, keyed by
+  ``"<experiment name>/<variant>"`` or by ``"<variant>"`` alone; optionally
+  ``PAPER_NOTES = {experiment name: text}`` printed under the report.
+- optionally ``synthetic(experiment) -> bool``: the runs read generated data (a config
+  may also say so with the top-level key ``synthetic = true``). Reports of such runs
+  show no paper numbers: a number on generated data is not comparable with the paper's.
+- optionally ``BASELINE = "<variant>"``: every test against it reads "X vs <baseline>",
+  the difference being X minus the baseline, and the figure marks its means.
+- optionally ``paper_table(output_dir, manifest) -> (markdown, data)``: the paper's own
+  layout of the finished runs, added to the report (``report.json["paper_table"]``).
+
+``reproduction`` may also be a dotted module path, for experiments outside the package.
+
+**Layout** of a run directory (``output_dir``)::
+
+    runs.json                      reproduction, config, overrides, variants, seeds
+    <variant>/seed<k>/metrics.json {metric: value}, written when the run finished
+    <variant>/seed<k>/config.toml  the settings the run used (:func:`resolved_toml`)
+    report.md, report.json         from :func:`nemot.experiments.report.write_report`
+    comparison.png                 every metric's means with their 95% CIs
+
+Example:
+    >>> out = run_config("configs/modact/names_lstm.toml", seeds=[0, 1])
+    >>> print(write_report(out))
+"""
+
+import copy
+import csv
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from nemot.training import run_config as rc
+
+# reproduction name -> its experiment module (entries for "pals", "hypergrid", "ngt",
+# "nemot" are added by their owners).
+REPRODUCTIONS = {
+    "nemot": "nemot.experiments.nemot_runs",
+    "modact": "nemot.modact.experiment",
+    "ngt": "nemot.ngt.experiment",
+    "pals": "nemot.pals.experiment",
+    "hypergrid": "nemot.hypergrid.experiment",
+    "compare": "nemot.compare.experiment",
+}
+MANIFEST = "runs.json"
+METRICS = "metrics.json"
+
+
+def register(name, module):
+    """Make reproduction ``name`` runnable: ``module`` is its experiment module's path."""
+    REPRODUCTIONS[name] = module
+
+
+def experiment_module(name, source="config"):
+    """The experiment module of reproduction ``name``: a :data:`REPRODUCTIONS` entry, or
+    a dotted module path (``"mylab.experiment"``) for a reproduction outside the package."""
+    if name in REPRODUCTIONS:
+        return importlib.import_module(REPRODUCTIONS[name])
+    if "." in name:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            raise ValueError(f"{source}: reproduction {name!r}: no such module ({error})") from None
+    raise ValueError(f"{source}: reproduction {name!r}: expected one of "
+                     f"{sorted(REPRODUCTIONS)} or a dotted module path")
+
+
+def read_config(path):
+    """The TOML dict of an experiment config; errors name the file."""
+    return rc.read_toml(path)
+
+
+def apply_overrides(raw, overrides, tables, source="config"):
+    """A copy of the TOML dict ``raw`` with ``KEY=VALUE`` overrides applied: top-level
+    keys (``seeds=[0, 1]``), ``<table>.<key>`` for one of ``tables``
+    (``train.epochs=1``, or a nested ``tasks.RTE.epochs=1``) or ``variants.<name>.<key>``
+    (one variant's value); values are TOML, else strings."""
+    raw = copy.deepcopy(raw)
+    for text in overrides:
+        key, equals, rest = text.partition("=")
+        path = [part.strip() for part in key.split(".")]
+        if not equals or not all(path):
+            raise ValueError(f"{source}: override {text!r}: expected KEY=VALUE, e.g. "
+                             "train.epochs=1")
+        value = rc.parse_override(f"value={rest}")[1]
+        if path[0] == "variants" and len(path) > 2:
+            if not isinstance(raw.setdefault("variants", {}).get(path[1]), dict):
+                raise ValueError(f"{source}: override {text!r}: no [variants.{path[1]}]; "
+                                 f"expected one of {sorted(raw['variants'])}")
+        elif len(path) > 1 and path[0] not in tables:
+            raise ValueError(f"{source}: override {text!r}: expected a top-level key or one "
+                             f"of {', '.join(f'{t}.*' for t in tables)}")
+        target = raw
+        for part in path[:-1]:  # tasks.RTE.epochs=1: nested tables
+            target = target.setdefault(part, {})
+        target[path[-1]] = value
+    return raw
+
+
+def protocol_keys(raw, tables, source="config"):
+    """``{name, output_dir, seeds, variants}`` of a config's TOML dict, checked: the
+    protocol's top-level keys, ``[variants.<name>]`` tables and the package's ``tables``
+    are the only keys; ``seeds`` defaults to ``[0]``."""
+    known = {"reproduction", "name", "output_dir", "seeds", "variants", "synthetic", *tables}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValueError(f"{source}: unknown key(s) {unknown}; expected some of {sorted(known)}")
+    if not isinstance(raw.get("synthetic", False), bool):
+        raise ValueError(f"{source}: synthetic: expected true or false, got {raw['synthetic']!r}")
+    for key in ("name", "output_dir"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise ValueError(f"{source}: {key}: expected a non-empty string, got "
+                             f"{raw.get(key)!r}")
+    seeds = raw.get("seeds", [0])
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
+        raise ValueError(f"{source}: seeds: expected a list of integers, got {seeds!r}")
+    variants = raw.get("variants", {})
+    if not variants or not all(isinstance(v, dict) for v in variants.values()):
+        raise ValueError(f"{source}: variants: expected one [variants.<name>] table per "
+                         "variant")
+    return {"name": raw["name"], "output_dir": raw["output_dir"], "seeds": tuple(seeds),
+            "variants": variants}
+
+
+def read_experiment(path, overrides, reproduction, tables):
+    """``(raw, keys)`` of the config at ``path``: its TOML dict with the ``overrides``
+    applied and the protocol's keys (:func:`protocol_keys`), checked to be a config of
+    ``reproduction`` with the package's ``tables``."""
+    raw = apply_overrides(read_config(path), overrides, tables, source=str(path))
+    if raw.get("reproduction", reproduction) != reproduction:
+        raise ValueError(f"{path}: reproduction = {raw['reproduction']!r}: expected "
+                         f"{reproduction!r}")
+    return raw, protocol_keys(raw, tables, source=str(path))
+
+
+
+def reproduction_of(path):
+    """The ``reproduction`` key of the TOML config at ``path``."""
+    raw = read_config(path)
+    if not isinstance(raw.get("reproduction"), str):
+        raise ValueError(f"{path}: reproduction: expected a top-level key naming the "
+                         f"reproduction, one of {sorted(REPRODUCTIONS)}")
+    return raw["reproduction"]
+
+
+def load(path, overrides=()):
+    """``(module, experiment)`` for the config at ``path``."""
+    module = experiment_module(reproduction_of(path), source=str(path))
+    return module, module.load(path, overrides=tuple(overrides))
+
+
+def run_dir(output_dir, variant, seed):
+    return Path(output_dir) / variant / f"seed{seed}"
+
+
+# ------------------------------------------------------------------- running
+
+def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=False,
+               log=print):
+    """Run every (variant, seed) of the config at ``path`` not finished yet.
+
+    Args:
+        path: an experiment TOML.
+        seeds: the seeds (default the config's ``seeds``).
+        variants: variant names (default all, in the config's order).
+        overrides: ``"KEY=VALUE"`` strings for the package's ``load``.
+        jobs: 1 runs in this process, one after the other; N > 1 runs up to N at a time,
+            each in its own Python process (``python -m nemot.experiments.cli one ...``).
+        force: rerun finished runs too (default: a run with ``metrics.json`` is kept).
+        log: where progress lines go.
+
+    Returns:
+        the output directory.
+    """
+    module, experiment = load(path, overrides)
+    names = list(module.variants(experiment))
+    chosen = list(variants) if variants else names
+    unknown = [v for v in chosen if v not in names]
+    if unknown:
+        raise ValueError(f"{path}: variants {unknown}: expected some of {names}")
+    seeds = list(experiment.seeds if seeds is None else seeds)
+    if not seeds:
+        raise ValueError(f"{path}: seeds: expected at least one seed")
+    out = Path(experiment.output_dir)
+    _write_manifest(out, reproduction_of(path), experiment.name, path, overrides, names, seeds,
+                    is_synthetic(module, experiment, path, overrides))
+    # Seed by seed, every variant at each: an interrupted experiment has runs of every
+    # variant, with n differing by at most one.
+    todo = [(v, s) for s in seeds for v in chosen
+            if force or not (run_dir(out, v, s) / METRICS).exists()]
+    log(f"{experiment.name}: {len(todo)} run(s) to do of {len(chosen) * len(seeds)} "
+        f"({len(chosen)} variant(s) x {len(seeds)} seed(s)) -> {out}")
+    if jobs <= 1:
+        for variant, seed in todo:
+            run_and_record(module, experiment, variant, seed, log)
+    else:
+        _run_processes(path, overrides, todo, jobs, log)
+    return out
+
+
+def run_and_record(module, experiment, variant, seed, log=print):
+    """One run through ``module.run_one``; writes its ``metrics.json`` when it finished."""
+    directory = run_dir(experiment.output_dir, variant, seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    if "keras" in sys.modules:  # runs in one process must not share graphs or layer names
+        sys.modules["keras"].backend.clear_session()
+    metrics = module.run_one(experiment, variant, seed, directory)
+    bad = {k: v for k, v in metrics.items() if not isinstance(v, (int, float))}
+    if bad:
+        raise TypeError(f"{module.__name__}.run_one returned non-numeric metrics {bad}")
+    (directory / METRICS).write_text(json.dumps({k: float(v) for k, v in metrics.items()},
+                                                indent=2) + "\n")
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    log(f"  {variant} seed {seed}: {shown} ({time.time() - start:.0f} s)")
+    return metrics
+
+
+def _run_processes(path, overrides, todo, jobs, log):
+    pending, running, failed = list(todo), [], []
+    while pending or running:
+        while pending and len(running) < jobs:
+            variant, seed = pending.pop(0)
+            command = [sys.executable, "-m", "nemot.experiments.cli", "one", "--config", str(path),
+                       "--variant", variant, "--seed", str(seed)]
+            for text in overrides:
+                command += ["--set", text]
+            running.append(((variant, seed), subprocess.Popen(command, env=os.environ.copy())))
+        time.sleep(0.2)
+        for item in list(running):
+            (variant, seed), process = item
+            if process.poll() is not None:
+                running.remove(item)
+                if process.returncode:
+                    failed.append(f"{variant} seed {seed} (exit {process.returncode})")
+    if failed:
+        raise RuntimeError(f"{path}: run(s) failed: {', '.join(failed)}")
+    log(f"{len(todo)} run(s) done in separate processes")
+
+
+def is_synthetic(module, experiment, path, overrides=()):
+    """Whether the runs of ``experiment`` read generated data: the module's
+    ``synthetic(experiment)``, or the config's top-level ``synthetic = true``."""
+    if getattr(module, "synthetic", None) and module.synthetic(experiment):
+        return True
+    flag = read_config(path).get("synthetic", False)
+    for text in overrides:
+        if text.partition("=")[0].strip() == "synthetic":
+            flag = rc.parse_override(text)[1]
+    return flag is True
+
+
+def _write_manifest(out, reproduction, name, path, overrides, variants, seeds, synthetic):
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = out / MANIFEST
+    old = json.loads(manifest.read_text()) if manifest.exists() else {}
+    if old and old.get("synthetic", False) != synthetic:
+        raise ValueError(f"{out}: its runs read {'generated' if old.get('synthetic') else 'real'}"
+                         f" data; this config reads {'generated' if synthetic else 'real'} data:"
+                         " give it another output_dir")
+    seeds = sorted(set(old.get("seeds", [])) | set(seeds))
+    manifest.write_text(json.dumps({
+        "reproduction": reproduction, "name": name, "config": str(path),
+        "overrides": list(overrides), "variants": variants, "seeds": seeds,
+        "synthetic": synthetic}, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------- reporting
+
+def collect(output_dir):
+    """``(manifest, {variant: {metric: [value per seed]}})`` of the finished runs."""
+    out = Path(output_dir)
+    manifest_path = out / MANIFEST
+    if not manifest_path.exists():
+        raise FileNotFoundError(f"{out}: no {MANIFEST}; expected a directory written by "
+                                "`nemot runs --config ...`")
+    manifest = json.loads(manifest_path.read_text())
+    results = {}
+    for variant in manifest["variants"]:
+        for metrics in run_metrics(out, variant):
+            for metric, value in metrics.items():
+                results.setdefault(variant, {}).setdefault(metric, []).append(float(value))
+    if not results:
+        raise FileNotFoundError(f"{out}: no <variant>/seed*/{METRICS} yet")
+    return manifest, results
+
+
+def run_metrics(output_dir, variant):
+    """The ``metrics.json`` of every finished seed of ``variant``, in seed-name order."""
+    out = []
+    for path in sorted(Path(output_dir, variant).glob(f"seed*/{METRICS}")):
+        try:
+            out.append(json.loads(path.read_text()))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error})") from None
+    return out
+
+
+# ------------------------------------------------------------------- one run
+
+# The trainer's own columns of results.csv, not scores of the split.
+TRAINER_COLUMNS = ("loss", "metric", "perplexity")
+
+
+def select_epoch(run_dir, select="last", split="val"):
+    """The scores of one epoch of a run on the named ``split``, read from the trainer's
+    ``results.csv`` (its ``<split>_<metric>`` columns, :class:`nemot.training.callbacks.
+    ResultsLogger`).
+
+    Args:
+        run_dir: the run directory.
+        select: ``"last"``, or ``"best_<metric>"``: the epoch with the highest
+            ``<split>_<metric>`` (the first one on ties, as the trainer's best model).
+        split: the column prefix of the split that selects (and is reported).
+
+    Returns:
+        ``{metric: value}`` of that epoch without the prefix (the trainer's loss, metric
+        and perplexity columns left out), and ``"epoch"``.
+    """
+    path = Path(run_dir, "results.csv")
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows:
+        raise ValueError(f"{path}: no epochs")
+    prefix = f"{split}_"
+    if select == "last":
+        row = rows[-1]
+    elif select.startswith("best_") and prefix + select[5:] in rows[0]:
+        column = prefix + select[5:]
+        row = max(rows, key=lambda r: float(r[column]) if r[column] != "" else float("-inf"))
+    else:
+        columns = [k[len(prefix):] for k in rows[0] if k.startswith(prefix)]
+        raise ValueError(f"{path}: select = {select!r}: expected 'last' or 'best_<metric>' "
+                         f"with <metric> one of {columns}")
+    out = {key[len(prefix):]: float(value) for key, value in row.items()
+           if key.startswith(prefix) and value != ""
+           and key[len(prefix):] not in TRAINER_COLUMNS}
+    return {**out, "epoch": float(row["epoch"])}
+
+
+def resolved_toml(reproduction, name, variant, seed, tables):
+    """The settings one run used, as a TOML config of that one run (the trainer writes it
+    to the run's ``config.toml``): ``tables`` are ``{table: {key: value}}`` (or top-level
+    values); ``None`` values are left out (TOML has no null)."""
+    def present(value):
+        if isinstance(value, dict):
+            return {k: present(v) for k, v in value.items() if v is not None}
+        return list(value) if isinstance(value, tuple) else value
+
+    return rc.dump_toml(present({"reproduction": reproduction, "name": name,
+                                 "variant": variant, "seed": seed, **tables}))
