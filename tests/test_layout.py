@@ -1,0 +1,36 @@
+"""The layout's import directions (``.importlinter``, README "Layout") hold: ``lint-imports``
+passes, and each contract is one that a wrong import breaks."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def lint(*args, cwd=ROOT):
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    return subprocess.run([str(LINT), *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_every_import_contract_is_kept():
+    result = lint()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout
+
+
+def test_a_back_edge_breaks_the_stack(tmp_path):
+    """A copy of the package in which the data layer imports a model: the stack is broken."""
+    subprocess.run(["cp", "-r", str(ROOT / "nemot"), str(ROOT / ".importlinter"),
+                    str(tmp_path)], check=True)
+    with open(tmp_path / "nemot" / "data" / "format.py", "a") as f:
+        f.write("\nfrom nemot.models import registry  # noqa: E402,F401\n")
+    with open(tmp_path / "nemot" / "pals" / "tasks.py", "a") as f:
+        f.write("\nfrom nemot.modact import models  # noqa: E402,F401\n")
+    result = lint(cwd=tmp_path)
+    assert result.returncode != 0
+    assert "nemot.data is not allowed to import nemot.models" in result.stdout
+    assert "nemot.pals is not allowed to import nemot.modact" in result.stdout
