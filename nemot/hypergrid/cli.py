@@ -54,15 +54,15 @@ def main_hypergrid(args):
 
         print(write_benchmark(args.out, args.train_size, args.dev_size, args.seed))
         return 0
-    from nemot import runs
+    from nemot.experiments import protocol
     from nemot.hypergrid import experiment as hg
     from nemot.hypergrid.report import report
 
     experiment = hg.load(args.config, args.set)
     if args.hypergrid_command == "run":
         # The multi-seed runner (resumable, metrics.json per run), then the paper's layout.
-        runs.run_config(args.config, seeds=args.seeds or None, variants=args.variants,
-                        overrides=args.set)
+        protocol.run_config(args.config, seeds=args.seeds or None, variants=args.variants,
+                            overrides=args.set)
         print(report(experiment))
     elif args.hypergrid_command == "report":
         print(report(experiment))
