@@ -52,8 +52,8 @@ from pathlib import Path
 
 from nemot.training import run_config as rc
 
-# reproduction name -> its experiment module (entries for "pals", "hypergrid", "ngt",
-# "nemot" are added by their owners).
+# reproduction name -> its experiment module (a new paper adds one line here, or calls
+# register() for a module outside the package).
 REPRODUCTIONS = {
     "nemot": "nemot.experiments.nemot_runs",
     "modact": "nemot.modact.experiment",
