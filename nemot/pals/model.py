@@ -31,6 +31,7 @@ import numpy as np
 from keras import ops
 
 from nemot.models.bert import STACK, ModulatedBert, load_backbone
+from nemot.models.losses import TaskHeadsLoss
 from nemot.modulation.gating_block import bert_initializer
 from nemot.modulation.pals import pal_parameters
 from nemot.modulation.spec import ModulationSpec
@@ -193,11 +194,10 @@ def build_pal_bert(backbone, **kwargs):
 
 
 @keras.saving.register_keras_serializable(package="nemot.pals")
-class PALsLoss(keras.losses.Loss):
-    """Each example's own task loss (seed s.5.3): cross-entropy on a ``classes`` head,
-    BCE with logits on a ``binary`` head, squared error on a ``regression`` head.
-
-    ``y_true`` [B, 2] is (task index, label); ``y_pred`` the model's concatenated heads.
+class PALsLoss(TaskHeadsLoss):
+    """Each example's own task loss (seed s.5.3), :class:`nemot.models.losses.TaskHeadsLoss`
+    with the heads of the tasks named: cross-entropy on a ``classes`` head, BCE with
+    logits on a ``binary`` head, squared error on a ``regression`` head.
 
     Args:
         tasks: the model's task names, in task-index order.
@@ -208,31 +208,10 @@ class PALsLoss(keras.losses.Loss):
     """
 
     def __init__(self, tasks, name="pals_loss", **kwargs):
-        super().__init__(name=name, **kwargs)
+        kwargs.pop("heads", None)  # get_config's; the tasks say them
         self.tasks = tuple(get_task(t).name for t in tasks)
-
-    def call(self, y_true, y_pred):
-        y_true = ops.cast(y_true, "float32")
-        y_pred = ops.cast(y_pred, "float32")
-        task, label = ops.cast(y_true[:, 0], "int32"), y_true[:, 1]
-        loss, start = ops.zeros_like(label), 0
-        for i, name in enumerate(self.tasks):
-            spec = get_task(name)
-            out = y_pred[:, start:start + spec.units]
-            start += spec.units
-            mine = ops.equal(task, i)
-            # Other tasks' labels may be out of this head's range: neutralise them, so
-            # that no NaN reaches the gradient through the unselected branch.
-            own = ops.where(mine, label, 0.0)
-            if spec.head == "classes":
-                term = keras.losses.sparse_categorical_crossentropy(
-                    ops.cast(own, "int32"), out, from_logits=True)
-            elif spec.head == "binary":
-                term = keras.losses.binary_crossentropy(own[:, None], out, from_logits=True)
-            else:
-                term = ops.square(out[:, 0] - own)
-            loss = ops.where(mine, term, loss)
-        return loss
+        super().__init__([(get_task(t).head, get_task(t).units) for t in self.tasks],
+                         name=name, **kwargs)
 
     def get_config(self):
         return {**super().get_config(), "tasks": list(self.tasks)}
