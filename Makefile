@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(PY) -m nemot.demo
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile --durations=15
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -1,0 +1,36 @@
+"""The suite's order: the longest files first, so that both workers stay busy to the end.
+
+``make test`` runs ``pytest -n 2 --dist loadfile --no-loadscope-reorder``: a file's tests
+stay on one worker, and the files are handed out in collection order (pytest-xdist's
+default would hand out the files with the most tests first, leaving the few long learning
+proofs for the end, where one worker runs them alone). The longest-processing-time-first
+order below (CPU seconds measured on the 2-core machine, longest first) is what the
+collection puts first; every other file keeps its place after them.
+"""
+
+from pathlib import Path
+
+import pytest
+
+SLOWEST_FIRST = (
+    "tests/test_notebooks.py",
+    "tests/training/test_learning.py",
+    "tests/training/test_runs.py",
+    "tests/training/test_learning_span.py",
+    "tests/test_jax_backend.py",
+    "tests/test_demo.py",
+    "tests/training/test_experiment.py",
+    "tests/test_offline_recipe.py",
+    "tests/training/test_distributed.py",
+    "tests/test_config.py",
+    "tests/training/test_resume.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(config.rootpath)
+    missing = [path for path in SLOWEST_FIRST if not (root / path).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SLOWEST_FIRST names no file: {missing}")
+    rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
