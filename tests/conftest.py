@@ -19,7 +19,7 @@ SLOWEST_FIRST = (
     "tests/training/test_learning_span.py",
     "tests/test_jax_backend.py",
     "tests/test_demo.py",
-    "tests/training/test_experiment.py",
+    "tests/experiments/test_nemot_runs.py",
     "tests/test_offline_recipe.py",
     "tests/training/test_distributed.py",
     "tests/test_config.py",
