@@ -194,12 +194,5 @@ def _token_id(tokenizer, token, task):
     try:
         return tokenizer.token_to_id(token)
     except ValueError:
-        raise ValueError(f"tasks.{task}.aux_tokens: {token!r} is not in the tokenizer's vocabulary") from None
-
-
-def _token_id(tokenizer, token, task):
-    try:
-        return tokenizer.token_to_id(token)
-    except ValueError:
         raise ValueError(f"tasks.{task}.aux_tokens: {token!r} is not in the tokenizer's "
                          "vocabulary") from None
