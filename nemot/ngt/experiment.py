@@ -149,9 +149,11 @@ def variants(experiment):
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` on every task of ``experiment`` with ``seed``; returns each task's
     score at its best validation epoch and their ``mean``."""
-    from nemot.ngt.train import load_splits, load_tokenizer, train_run
+    from nemot.models.bert import model_tokenizer
+    from nemot.ngt.train import load_splits, train_run
 
-    tokenizer = load_tokenizer(experiment.model)
+    model = experiment.model
+    tokenizer = model_tokenizer(model.tokenizer, model.backbone, model.lowercase)
     resolved = protocol.resolved_toml("ngt", experiment.name, variant, seed, {
         **{t: dataclasses.asdict(getattr(experiment, t)) for t in ("model", "train", "data")},
         "variants": {variant: dataclasses.asdict(experiment.variants[variant])},

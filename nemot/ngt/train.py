@@ -29,15 +29,6 @@ from nemot.training.loop import DataSource, TrainConfig
 from nemot.training.schedules import build_schedule
 
 
-def load_tokenizer(model):
-    """The BERT word-piece tokenizer of the ``[model]`` settings: a vocab.txt file, or the
-    preset/directory (default: the backbone's)."""
-    spec = model.tokenizer or model.backbone
-    if not isinstance(spec, str):
-        raise ValueError("model.tokenizer is required when model.backbone is a table of sizes")
-    return bert.load_tokenizer(spec, model.lowercase)
-
-
 def _targets(rows, num_classes):
     labels = np.array([row.label for row in rows])
     if num_classes == 1:
@@ -145,14 +136,15 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir, to
         variant: the variant's name (a key of ``experiment.variants``).
         seed: the run's seed (weights of the new layers, dropout, shuffling).
         train_data, val_data: ``superglue.TaskData`` of the two splits.
-        tokenizer: reuse a tokenizer across runs (default: :func:`load_tokenizer`).
+        tokenizer: reuse a tokenizer across runs (default: the ``[model]`` one's).
         config_toml: the run's resolved config, written to ``config.toml``.
 
     Returns:
         the trainer's :class:`nemot.training.loop.RunResult`.
     """
     plan, model, train = experiment.tasks[task], experiment.model, experiment.train
-    tokenizer = tokenizer or load_tokenizer(model)
+    tokenizer = tokenizer or bert.model_tokenizer(model.tokenizer, model.backbone,
+                                                   model.lowercase)
     aux_ids = [_token_id(tokenizer, t, task) for t in plan.aux_tokens]
     encoder = superglue.PairEncoder(tokenizer, model.sequence_length, aux_ids)
     num_classes = len(superglue.CB_LABELS) if task == "CB" else 1

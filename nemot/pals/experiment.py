@@ -51,9 +51,8 @@ import numpy as np
 
 from nemot.experiments import protocol
 from nemot.experiments import config
-from nemot.data.format import DataError
 from nemot.data.sampling import MODES, TaskSampler
-from nemot.data.wordpiece import load_tokenizer
+from nemot.models.bert import model_tokenizer
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
@@ -199,24 +198,9 @@ def variants(experiment):
 
 def _load_split(settings, encoder, split):
     """``{task: encoded arrays}`` of ``split``; every file must have its label column."""
-    out = {}
-    for task in settings.tasks:
-        rows = pals_data.read_rows(task, settings.dir, split, settings.source)
-        if rows.labels is None:
-            label = pals_data.LAYOUTS[task].label
-            raise DataError(rows.path, 1, label, f"a {label!r} column: training and scoring "
-                            "need labels (the minBERT *-test-student files have none)",
-                            got="no such column")
-        out[task] = encoder.encode(rows)
-    return out
-
-
-def _tokenizer_spec(settings):
-    spec = settings.tokenizer or settings.backbone
-    if not isinstance(spec, str):
-        raise ValueError("model.tokenizer (a vocab.txt or a preset) is required when "
-                         "model.backbone is a table of sizes")
-    return spec
+    return {task: encoder.encode(pals_data.read_rows(task, settings.dir, split, settings.source,
+                                                     labelled=True))
+            for task in settings.tasks}
 
 
 def _datasets(settings, train, evaluation, sampler, seed):
@@ -270,7 +254,8 @@ def run_one(experiment, variant, seed, run_dir):
     from nemot.training import loop
 
     settings = experiment.variants[variant]
-    encoder = pals_data.Encoder(load_tokenizer(_tokenizer_spec(settings), settings.lowercase),
+    encoder = pals_data.Encoder(model_tokenizer(settings.tokenizer, settings.backbone,
+                                                  settings.lowercase),
                                 settings.sequence_length)
     train, evaluation = (_load_split(settings, encoder, split) for split in ("train", "dev"))
     # Read (and check for labels) before training, but only score after it.
