@@ -52,7 +52,7 @@ from pathlib import Path
 
 from nemot.data import glue, superglue
 from nemot.experiments import config, protocol
-from nemot.hypergrid.text_to_text import TASKS
+from nemot.data.text_to_text import TASKS
 
 HYPERGRID_KEYS = {"mode", "grid", "placement", "conditioning", "heads", "key_dim", "scalar",
                   "materialise", "residual", "initializer", "gates", "orientation"}
@@ -188,7 +188,7 @@ def build_run(experiment, variant, seed, tasks=None):
     ``tasks``: these of the experiment's tasks only (a per-task run)."""
     import keras
 
-    from nemot.hypergrid.data import IGNORE, load_mixture
+    from nemot.data.mixture import IGNORE, load_mixture
     from nemot.hypergrid.model import HyperGridT5
     from nemot.models.t5 import load_backbone, load_tokenizer
 
@@ -241,13 +241,14 @@ def run_one(experiment, variant, seed, run_dir):
 
 def _train(experiment, variant, seed, run_dir, tasks=None):
     """One training run through the shared trainer (``results.csv`` in ``run_dir``)."""
+    from nemot.evaluation.rank_classification import evaluate
     from nemot.training.loop import DataSource, TrainConfig, run
 
     build_model, compile_model, mixture = build_run(experiment, variant, seed, tasks)
     train = experiment.settings(variant)["train"]
 
     def metric(model):
-        scores = mixture.evaluate(model, train["eval_batch_size"])
+        scores = evaluate(mixture, model, train["eval_batch_size"])
         return {"metric": scores["avg"], **scores}
 
     source = DataSource(train=mixture.train_dataset, steps_per_epoch=train["steps_per_epoch"],
