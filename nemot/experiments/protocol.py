@@ -16,7 +16,9 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
   evaluates one run, writing what it likes into ``run_dir``.
 - ``PAPER = {key: {metric: number}}``: the paper's numbers, keyed by
   ``"<experiment name>/<variant>"`` or by ``"<variant>"`` alone; optionally
-  ``PAPER_NOTES = {experiment name: text}`` printed under the report.
+  ``PAPER_NOTES = {experiment name: text}`` printed under the report. An Experiment with
+  an attribute ``table`` (the paper's table its variants are rows of) is looked up by that
+  in place of its name, so several configs can compare with one table.
 - optionally ``synthetic(experiment) -> bool``: the runs read generated data (a config
   may also say so with the top-level key ``synthetic = true``). Reports of such runs
   show no paper numbers: a number on generated data is not comparable with the paper's.
@@ -29,7 +31,8 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
 
 **Layout** of a run directory (``output_dir``)::
 
-    runs.json                      reproduction, config, overrides, variants, seeds
+    runs.json                      reproduction, name, table, config, overrides, variants,
+                                   seeds, synthetic
     <variant>/seed<k>/metrics.json {metric: value}, written when the run finished
     <variant>/seed<k>/config.toml  the settings the run used (:func:`resolved_toml`)
     report.md, report.json         from :func:`nemot.experiments.report.write_report`
@@ -202,8 +205,11 @@ def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=Fals
     if not seeds:
         raise ValueError(f"{path}: seeds: expected at least one seed")
     out = Path(experiment.output_dir)
-    _write_manifest(out, reproduction_of(path), experiment.name, path, overrides, names, seeds,
-                    is_synthetic(module, experiment, path, overrides))
+    _write_manifest(out, {
+        "reproduction": reproduction_of(path), "name": experiment.name,
+        "table": getattr(experiment, "table", experiment.name), "config": str(path),
+        "overrides": list(overrides), "variants": names, "seeds": seeds,
+        "synthetic": is_synthetic(module, experiment, path, overrides)})
     # Seed by seed, every variant at each: an interrupted experiment has runs of every
     # variant, with n differing by at most one.
     todo = [(v, s) for s in seeds for v in chosen
@@ -270,19 +276,17 @@ def is_synthetic(module, experiment, path, overrides=()):
     return flag is True
 
 
-def _write_manifest(out, reproduction, name, path, overrides, variants, seeds, synthetic):
+def _write_manifest(out, values):
     out.mkdir(parents=True, exist_ok=True)
     manifest = out / MANIFEST
     old = json.loads(manifest.read_text()) if manifest.exists() else {}
+    synthetic = values["synthetic"]
     if old and old.get("synthetic", False) != synthetic:
         raise ValueError(f"{out}: its runs read {'generated' if old.get('synthetic') else 'real'}"
                          f" data; this config reads {'generated' if synthetic else 'real'} data:"
                          " give it another output_dir")
-    seeds = sorted(set(old.get("seeds", [])) | set(seeds))
-    manifest.write_text(json.dumps({
-        "reproduction": reproduction, "name": name, "config": str(path),
-        "overrides": list(overrides), "variants": variants, "seeds": seeds,
-        "synthetic": synthetic}, indent=2) + "\n")
+    seeds = sorted(set(old.get("seeds", [])) | set(values["seeds"]))
+    manifest.write_text(json.dumps({**values, "seeds": seeds}, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- reporting
