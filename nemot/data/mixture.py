@@ -26,7 +26,7 @@ import itertools
 import numpy as np
 
 from nemot.data import glue, superglue, text_to_text
-from nemot.data.pipelines import _replica_share, epoch_indices
+from nemot.data.pipelines import epoch_indices, generator_dataset, replica_share
 from nemot.data.sampling import TaskSampler, sampled_batches
 from nemot.data.text_to_text import GLUE_TASKS, TASKS
 
@@ -163,7 +163,7 @@ class Mixture:
 
     def train_batches(self, start_batch, batch_size, input_context=None):
         """Per-replica ``(x, y)`` numpy batches from global batch ``start_batch`` on."""
-        per_replica, first, share = _replica_share(batch_size, input_context)
+        per_replica, first, share = replica_share(batch_size, input_context)
         stream = self.examples(start_batch * batch_size)
         while True:
             block = list(itertools.islice(stream, batch_size))[first:first + share]
@@ -177,8 +177,7 @@ class Mixture:
         """The infinite ``tf.data`` training stream (the trainer's ``DataSource.train``)."""
         import tensorflow as tf
 
-        per_replica = batch_size if input_context is None else \
-            input_context.get_per_replica_batch_size(batch_size)
+        per_replica = replica_share(batch_size, input_context)[0]
 
         def spec(width):
             return tf.TensorSpec([per_replica, width], tf.int32)
@@ -188,15 +187,9 @@ class Mixture:
                   "decoder_token_ids": spec(self.max_target_length),
                   "decoder_padding_mask": spec(self.max_target_length),
                   "task_index": tf.TensorSpec([per_replica], tf.int32)}
-        ds = tf.data.Dataset.from_generator(
+        return generator_dataset(  # rows are split per global batch in train_batches
             lambda: self.train_batches(start_batch, batch_size, input_context),
-            output_signature=(x_spec, spec(self.max_target_length)))
-        if input_context is not None:  # rows are split above, per global batch
-            options = tf.data.Options()
-            options.experimental_distribute.auto_shard_policy = \
-                tf.data.experimental.AutoShardPolicy.OFF
-            ds = ds.with_options(options)
-        return ds.prefetch(tf.data.AUTOTUNE)
+            (x_spec, spec(self.max_target_length)), input_context)
 
 
 def load_mixture(tokenizer, glue_dir=None, superglue_dir=None, tasks=TASKS, max_input_length=512,

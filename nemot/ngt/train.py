@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from nemot.data import superglue
+from nemot.data.pipelines import generator_dataset
 from nemot.evaluation import benchmarks
 from nemot.models import bert
 from nemot.models.bert import load_backbone
@@ -73,10 +74,7 @@ def make_dataset(rows, encoder, batch_size, num_classes, seed=None, start_batch=
         {"token_ids": spec, "segment_ids": spec, "padding_mask": spec},
         tf.TensorSpec((None, num_classes), tf.float32),
     )
-    dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-    if seed is None:
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(steps))
-    return dataset.prefetch(2)
+    return generator_dataset(batches, signature, batches=None if seed is not None else steps)
 
 
 def compile_model(model, train, decay_steps):

@@ -206,6 +206,8 @@ def _load_split(settings, encoder, split):
 def _datasets(settings, train, evaluation, sampler, seed):
     import tensorflow as tf
 
+    from nemot.data.pipelines import generator_dataset
+
     length = settings.sequence_length
     spec = tf.TensorSpec((None, length), tf.int32)
     signature = ({"token_ids": spec, "segment_ids": spec, "padding_mask": spec,
@@ -220,9 +222,9 @@ def _datasets(settings, train, evaluation, sampler, seed):
 
     def train_fn(start_batch, batch_size, input_context):
         single_pipeline(input_context)
-        return tf.data.Dataset.from_generator(
+        return generator_dataset(
             lambda: pals_data.multitask_batches(train, sampler, batch_size, seed, start_batch),
-            output_signature=signature).prefetch(2)
+            signature)
 
     def validation_fn(batch_size, input_context):
         single_pipeline(input_context)
@@ -233,9 +235,8 @@ def _datasets(settings, train, evaluation, sampler, seed):
                 for start in range(0, n, batch_size):
                     yield pals_data.batch(evaluation[task],
                                           np.arange(start, min(start + batch_size, n)), index)
-        count = sum(math.ceil(len(evaluation[t]["labels"]) / batch_size) for t in settings.tasks)
-        dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-        return dataset.apply(tf.data.experimental.assert_cardinality(count))
+        return generator_dataset(batches, signature, batches=sum(
+            math.ceil(len(evaluation[t]["labels"]) / batch_size) for t in settings.tasks))
 
     return train_fn, validation_fn
 
