@@ -195,7 +195,8 @@ class Mixture:
 def load_mixture(tokenizer, glue_dir=None, superglue_dir=None, tasks=TASKS, max_input_length=512,
                  max_target_length=32, cap=None, seed=0, dev=True, glue_source="files",
                  superglue_source="files"):
-    """:class:`Mixture` of ``tasks`` (default: the paper's 16: GLUE without WNLI, SuperGLUE)."""
+    """:class:`Mixture` of ``tasks`` (default: GLUE without WNLI and SuperGLUE, the 16 tasks
+    the HyperGrid paper co-trains)."""
     loaded = [load_task(key, tokenizer, glue_dir, superglue_dir, max_input_length,
                         max_target_length, dev, glue_source, superglue_source) for key in tasks]
     return Mixture(loaded, tokenizer, max_input_length, max_target_length, cap, seed)
