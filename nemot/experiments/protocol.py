@@ -10,7 +10,8 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
   ``reproduction = "<package>"``, ``name``, ``output_dir``, ``seeds = [...]``, tables
   ``[variants.<name>]`` and the package's own tables; ``overrides`` are
   ``"KEY=VALUE"`` strings (``"train.epochs=1"``). The Experiment has attributes
-  ``name``, ``output_dir`` and ``seeds`` (:func:`read_experiment` reads all of this).
+  ``name``, ``output_dir`` and ``seeds`` (:func:`read_experiment` reads all of this;
+  :class:`Experiment` is a base with them and ``variants``, to extend with the tables).
 - ``variants(experiment) -> [names]``, in the paper's column order.
 - ``run_one(experiment, variant, seed, run_dir) -> {metric: float}``: trains and
   evaluates one run, writing what it likes into ``run_dir``.
@@ -45,6 +46,7 @@ Example:
 
 import copy
 import csv
+import dataclasses
 import importlib
 import json
 import os
@@ -67,6 +69,18 @@ REPRODUCTIONS = {
 }
 MANIFEST = "runs.json"
 METRICS = "metrics.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """The protocol's part of a recipe's parsed config (:func:`protocol_keys`); a recipe's
+    Experiment extends it with its own tables."""
+
+    name: str
+    output_dir: str
+    seeds: tuple
+    variants: dict
+    source: str = dataclasses.field(default="<dict>", kw_only=True)  # the file, for errors
 
 
 def register(name, module):

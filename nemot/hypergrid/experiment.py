@@ -110,19 +110,14 @@ class Train:
 
 
 @dataclasses.dataclass(frozen=True)
-class Experiment:
+class Experiment(protocol.Experiment):
     """A parsed experiment file (see the module docstring)."""
 
-    name: str
-    output_dir: str
-    seeds: tuple
     table: str
     model: dict
     data: dict
     train: dict
     hypergrid: dict
-    variants: dict
-    source: str = "<dict>"
 
     def settings(self, variant):
         """``{"backbone", "tokenizer", "hypergrid" (options or None), "per_task", "train"}``

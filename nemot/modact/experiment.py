@@ -134,17 +134,12 @@ class TrainConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class Experiment:
+class Experiment(protocol.Experiment):
     """One config: see the module docstring."""
 
-    name: str
-    output_dir: str
-    seeds: tuple
     model: dict
-    variants: dict
     data: DataConfig | None = None
     train: TrainConfig | None = None
-    source: str = "<dict>"
 
 
 def from_dict(raw, source="<dict>"):

@@ -107,11 +107,7 @@ class TaskPlan:
 
 
 @dataclasses.dataclass(frozen=True)
-class Experiment:
-    name: str
-    output_dir: str
-    seeds: tuple
-    variants: dict  # name -> Variant
+class Experiment(protocol.Experiment):  # variants: name -> Variant
     tasks: dict  # SuperGLUE task -> TaskPlan
     model: Model = Model()
     train: Train = Train()

@@ -51,6 +51,7 @@ import numpy as np
 
 from nemot.experiments import protocol
 from nemot.experiments import config
+from nemot.experiments.protocol import Experiment
 from nemot.data.sampling import MODES, TaskSampler
 from nemot.models.bert import model_tokenizer
 from nemot.pals import data as pals_data
@@ -144,17 +145,6 @@ class Settings:
     def pal_options(self):
         """The PALs of this variant as :class:`nemot.pals.model.PALBert`'s ``pals``."""
         return PAL_PRESETS[self.pals] if isinstance(self.pals, str) else dict(self.pals)
-
-
-@dataclasses.dataclass(frozen=True)
-class Experiment:
-    """A parsed config: its name, output directory, seeds and variants."""
-
-    name: str
-    output_dir: str
-    seeds: tuple
-    variants: dict
-    source: str = "<dict>"
 
 
 def _refuse_removed(table, where):
