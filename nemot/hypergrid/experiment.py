@@ -394,7 +394,8 @@ def paper_table(output_dir, manifest):
     """The paper's layout of the finished runs (the report's hook): per variant each score
     of its row in the paper's ``table``, ours (mean ± SD over seeds) beside the paper's
     (± its SD where it gives one); Table 4 adds ``baseline (max)``, the baseline run with
-    the best avg (the paper's "Base (Max)"). Runs on generated data show no paper numbers.
+    the best avg (the paper's "Base (Max)"). Runs on generated data show no paper numbers
+    (nor the notes on them).
     Returns ``(markdown, {variant: {score: {"values", "paper", "paper_sd"}}})``."""
     table = manifest.get("table", manifest["name"])
     names = list(manifest["variants"])
@@ -421,7 +422,8 @@ def paper_table(output_dir, manifest):
             shown = "–" if paper is None else f"{paper:.2f}" + ("" if sd is None else f" ± {sd}")
             lines.append(f"| {name} | {metric} | {_cell(ours)} | {shown} |")
             data.setdefault(name, {})[metric] = {"values": ours, "paper": paper, "paper_sd": sd}
-    return "\n".join(lines + [""] + [f"- {note}" for note in NOTES]), data
+    notes = [] if manifest.get("synthetic") else [""] + [f"- {note}" for note in NOTES]
+    return "\n".join(lines + notes), data
 
 
 # ---------------------------------------------------------------- parameter costs
