@@ -33,8 +33,9 @@ def load(path, overrides=()):
     for text in overrides:
         key, value = text.split("=", 1)
         raw[key] = value
+    table = {"table": raw["table"]} if "table" in raw else {}
     return types.SimpleNamespace(name=raw["name"], output_dir=raw["output_dir"],
-                                 seeds=tuple(raw["seeds"]), variants=raw["variants"])
+                                 seeds=tuple(raw["seeds"]), variants=raw["variants"], **table)
 
 
 def variants(experiment):
@@ -143,6 +144,17 @@ def test_runs_on_generated_data_report_no_paper_numbers(tmp_path):
     # `--set synthetic=true` marks runs of a real config too
     assert runs.is_synthetic(types.SimpleNamespace(), None, real, ["synthetic=true"])
     assert not runs.is_synthetic(types.SimpleNamespace(), None, real, ["seeds=[1]"])
+
+
+def test_an_experiment_compares_with_the_paper_table_it_names(tmp_path):
+    """An Experiment's ``table`` (HyperGrid's have one) picks the paper's numbers and notes
+    in place of its name: an ablation named otherwise still compares with table "tiny"."""
+    config = tiny_config(tmp_path, seeds=[0])
+    config.write_text(config.read_text().replace('name = "tiny"',
+                                                 'name = "ablation"\ntable = "tiny"'))
+    text, data = runs.report(runs.run_config(config, log=lambda line: None))
+    assert data["manifest"]["table"] == "tiny" and data["manifest"]["name"] == "ablation"
+    assert "| 0.7790 |" in text and "Paper: made-up numbers" in text
 
 
 def test_separate_processes_write_the_same_runs(tmp_path):

@@ -170,12 +170,14 @@ def read_file(layout, path, task="?"):
                 np.array(labels, "float32") if has_label else None, tuple(skipped))
 
 
-def read(task, data_dir, split, labelled=False):
+def read(task, data_dir, split, labelled=False, layouts=None):
     """The :class:`Rows` of minBERT task ``task``'s ``split`` under ``data_dir``.
 
     ``labelled``: a file without its label column (a student test file) is an error.
+    ``layouts``: the tasks' :class:`Layout` s (default :data:`LAYOUTS`; the PALs
+    reproduction adds GLUE's files).
     """
-    layout = layout_of(task)
+    layout = layout_of(task, layouts)
     rows = read_file(layout, split_file(layout, data_dir, split, task), task)
     if labelled and rows.labels is None:
         raise DataError(rows.path, 1, layout.label, f"a {layout.label!r} column: training and "

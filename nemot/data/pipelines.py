@@ -156,8 +156,9 @@ def check_as_read(data, check_batch, check_text_length):
 
 # ---------------------------------------------------------------- batching and distribution
 
-def _replica_share(batch_size, input_context):
-    """``(per_replica_batch, first_row, rows)``: this input pipeline's slice of a global batch."""
+def replica_share(batch_size, input_context):
+    """``(per_replica_batch, first_row, rows)``: this input pipeline's slice of a global batch
+    (all of it without an ``input_context``)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if input_context is None:
@@ -187,7 +188,7 @@ def batches(rows, batch_size, input_context=None):
     splits it into per-replica batches. A short last global batch is padded with
     ignored rows.
     """
-    per_replica, first, share = _replica_share(batch_size, input_context)
+    per_replica, first, share = replica_share(batch_size, input_context)
     rows = iter(rows)
     while block := list(itertools.islice(rows, batch_size)):
         block += [_pad_row(block[-1])] * (batch_size - len(block))
@@ -201,32 +202,42 @@ def batches(rows, batch_size, input_context=None):
             yield x, {"task_targets": task, "lm_targets": lm}
 
 
+def generator_dataset(make_batches, signature, input_context=None, batches=None):
+    """A ``tf.data`` view of the Python batches of ``make_batches()``, with static shapes
+    from ``signature`` (their ``tf.TensorSpec`` structure); a Python exception raised in
+    them reaches the trainer as itself (:func:`python_errors`).
+
+    Args:
+        input_context: given when the batches already are this input pipeline's share of
+            every global batch (:func:`batches`): tf.data's auto-sharding is then off.
+        batches: how many a finite stream yields. Keras' ``evaluate`` on a dataset of
+            unknown length averages in one empty step (the loss comes out N/(N+1) of the
+            true value; seen with Keras 3.15), so validation losses would be low.
+    """
+    ds = tf.data.Dataset.from_generator(_remembered_generator(make_batches),
+                                        output_signature=signature)
+    if input_context is not None:
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        ds = ds.with_options(options)
+    if batches is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(batches))
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
 def _to_dataset(make_batches, batch_size, max_text_length, input_context, pos_tags=False,
                 rows=None):
-    """A tf.data view of ``make_batches``; ``rows`` = examples of a finite stream.
-
-    A finite stream gets its exact cardinality: Keras' ``evaluate`` on a dataset
-    of unknown length averages in one empty step (the loss comes out N/(N+1) of
-    the true value; seen with Keras 3.15), so validation losses would be low.
-    """
-    per_replica, _, share = _replica_share(batch_size, input_context)
+    """A tf.data view of the rows' batches of ``make_batches``; ``rows`` = examples of a
+    finite stream (its last global batch padded, :func:`batches`)."""
+    per_replica, _, share = replica_share(batch_size, input_context)
     spec = lambda width: tf.TensorSpec([per_replica, width], tf.int32)  # noqa: E731
     x_spec = {"token_ids": spec(NUM_AUX + max_text_length)}
     if pos_tags:
         x_spec["pos_tags"] = spec(max_text_length)
-    ds = tf.data.Dataset.from_generator(
-        _remembered_generator(make_batches), output_signature=(
-            x_spec, {"task_targets": spec(max_text_length), "lm_targets": spec(max_text_length)}))
-    if input_context is not None:
-        # Sharding is done above, by rows of each global batch.
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-        ds = ds.with_options(options)
-    if rows is not None:
-        global_batches = -(-rows // batch_size)
-        ds = ds.apply(tf.data.experimental.assert_cardinality(
-            global_batches * (share // per_replica)))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    signature = (x_spec, {"task_targets": spec(max_text_length),
+                          "lm_targets": spec(max_text_length)})
+    count = None if rows is None else -(-rows // batch_size) * (share // per_replica)
+    return generator_dataset(make_batches, signature, input_context, count)
 
 
 # ---------------------------------------------------------------- C4

@@ -10,13 +10,16 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
   ``reproduction = "<package>"``, ``name``, ``output_dir``, ``seeds = [...]``, tables
   ``[variants.<name>]`` and the package's own tables; ``overrides`` are
   ``"KEY=VALUE"`` strings (``"train.epochs=1"``). The Experiment has attributes
-  ``name``, ``output_dir`` and ``seeds`` (:func:`read_experiment` reads all of this).
+  ``name``, ``output_dir`` and ``seeds`` (:func:`read_experiment` reads all of this;
+  :class:`Experiment` is a base with them and ``variants``, to extend with the tables).
 - ``variants(experiment) -> [names]``, in the paper's column order.
 - ``run_one(experiment, variant, seed, run_dir) -> {metric: float}``: trains and
   evaluates one run, writing what it likes into ``run_dir``.
 - ``PAPER = {key: {metric: number}}``: the paper's numbers, keyed by
   ``"<experiment name>/<variant>"`` or by ``"<variant>"`` alone; optionally
-  ``PAPER_NOTES = {experiment name: text}`` printed under the report.
+  ``PAPER_NOTES = {experiment name: text}`` printed under the report. An Experiment with
+  an attribute ``table`` (the paper's table its variants are rows of) is looked up by that
+  in place of its name, so several configs can compare with one table.
 - optionally ``synthetic(experiment) -> bool``: the runs read generated data (a config
   may also say so with the top-level key ``synthetic = true``). Reports of such runs
   show no paper numbers: a number on generated data is not comparable with the paper's.
@@ -29,7 +32,8 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
 
 **Layout** of a run directory (``output_dir``)::
 
-    runs.json                      reproduction, config, overrides, variants, seeds
+    runs.json                      reproduction, name, table, config, overrides, variants,
+                                   seeds, synthetic
     <variant>/seed<k>/metrics.json {metric: value}, written when the run finished
     <variant>/seed<k>/config.toml  the settings the run used (:func:`resolved_toml`)
     report.md, report.json         from :func:`nemot.experiments.report.write_report`
@@ -42,6 +46,7 @@ Example:
 
 import copy
 import csv
+import dataclasses
 import importlib
 import json
 import os
@@ -64,6 +69,18 @@ REPRODUCTIONS = {
 }
 MANIFEST = "runs.json"
 METRICS = "metrics.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """The protocol's part of a recipe's parsed config (:func:`protocol_keys`); a recipe's
+    Experiment extends it with its own tables."""
+
+    name: str
+    output_dir: str
+    seeds: tuple
+    variants: dict
+    source: str = dataclasses.field(default="<dict>", kw_only=True)  # the file, for errors
 
 
 def register(name, module):
@@ -202,8 +219,11 @@ def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=Fals
     if not seeds:
         raise ValueError(f"{path}: seeds: expected at least one seed")
     out = Path(experiment.output_dir)
-    _write_manifest(out, reproduction_of(path), experiment.name, path, overrides, names, seeds,
-                    is_synthetic(module, experiment, path, overrides))
+    _write_manifest(out, {
+        "reproduction": reproduction_of(path), "name": experiment.name,
+        "table": getattr(experiment, "table", experiment.name), "config": str(path),
+        "overrides": list(overrides), "variants": names, "seeds": seeds,
+        "synthetic": is_synthetic(module, experiment, path, overrides)})
     # Seed by seed, every variant at each: an interrupted experiment has runs of every
     # variant, with n differing by at most one.
     todo = [(v, s) for s in seeds for v in chosen
@@ -270,19 +290,17 @@ def is_synthetic(module, experiment, path, overrides=()):
     return flag is True
 
 
-def _write_manifest(out, reproduction, name, path, overrides, variants, seeds, synthetic):
+def _write_manifest(out, values):
     out.mkdir(parents=True, exist_ok=True)
     manifest = out / MANIFEST
     old = json.loads(manifest.read_text()) if manifest.exists() else {}
+    synthetic = values["synthetic"]
     if old and old.get("synthetic", False) != synthetic:
         raise ValueError(f"{out}: its runs read {'generated' if old.get('synthetic') else 'real'}"
                          f" data; this config reads {'generated' if synthetic else 'real'} data:"
                          " give it another output_dir")
-    seeds = sorted(set(old.get("seeds", [])) | set(seeds))
-    manifest.write_text(json.dumps({
-        "reproduction": reproduction, "name": name, "config": str(path),
-        "overrides": list(overrides), "variants": variants, "seeds": seeds,
-        "synthetic": synthetic}, indent=2) + "\n")
+    seeds = sorted(set(old.get("seeds", [])) | set(values["seeds"]))
+    manifest.write_text(json.dumps({**values, "seeds": seeds}, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- reporting

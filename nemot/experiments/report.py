@@ -75,7 +75,8 @@ def hedges_g(a, b):
 
 
 def paper_numbers(module, name, variant):
-    """The paper's ``{metric: number}`` for one variant of experiment ``name``."""
+    """The paper's ``{metric: number}`` for one variant of experiment (or paper table)
+    ``name``."""
     paper = getattr(module, "PAPER", {})
     return paper.get(f"{name}/{variant}", paper.get(variant, {}))
 
@@ -97,6 +98,7 @@ def report(output_dir):
                  f", overrides `{' '.join(manifest['overrides'])}`" if manifest["overrides"]
                  else ""), ""]
     synthetic = manifest.get("synthetic", False)
+    table = manifest.get("table", manifest["name"])  # the paper's table, if it is not the name
     if synthetic:
         lines += ["**Synthetic data**: these runs read generated data, so the paper's numbers "
                   "are not comparable and are not shown.", ""]
@@ -109,8 +111,7 @@ def report(output_dir):
             if not values:
                 continue
             s = summarize(values)
-            paper = None if synthetic else paper_numbers(module, manifest["name"],
-                                                          variant).get(metric)
+            paper = None if synthetic else paper_numbers(module, table, variant).get(metric)
             data["summary"].setdefault(variant, {})[metric] = dict(
                 dataclasses.asdict(s), values=values, paper=paper)
             lines.append(f"| {variant} | {s.n} | {_fmt(s.mean)} ± {_fmt(s.sd)} | "
@@ -133,7 +134,7 @@ def report(output_dir):
     if getattr(module, "paper_table", None):
         table, data["paper_table"] = module.paper_table(output_dir, manifest)
         lines += ["## The paper's layout", "", table, ""]
-    note = getattr(module, "PAPER_NOTES", {}).get(manifest["name"])
+    note = getattr(module, "PAPER_NOTES", {}).get(table)
     if note and not synthetic:
         lines += [f"Paper: {note}", ""]
     return "\n".join(lines), data

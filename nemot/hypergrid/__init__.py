@@ -2,8 +2,9 @@
 co-trained on GLUE and SuperGLUE (issue 17; docs/hypergrid.md).
 
 The layers live in :mod:`nemot.modulation.hypergrid` (kinds ``hypergrid`` and
-``hypergrid_og``, also hosted by NeMoT); this package is the paper's reproduction: the T5
-wiring (:mod:`.model`, :mod:`.t5`), the data (:mod:`.glue`, :mod:`.text_to_text`,
-:mod:`.data`, :mod:`.synthetic`), the metrics, the experiment protocol of ``nemot runs``
-(:mod:`.experiment`), the report and the command line (:mod:`.cli`).
+``hypergrid_og``, also hosted by NeMoT), the T5 host in :mod:`nemot.models.t5`, the
+text-to-text data in :mod:`nemot.data.text_to_text` and :mod:`nemot.data.mixture`, its
+scoring in :mod:`nemot.evaluation.rank_classification`; this package is the paper's
+recipe: the wiring (:mod:`.model`), the experiments, the paper's numbers and its table
+(:mod:`.experiment`) and the command line (:mod:`.cli`).
 """

@@ -1,11 +1,11 @@
 """``nemot hypergrid ...``: HyperGrid Transformers (Tay et al., seed 004): train the
-paper's variants, compare with its tables, count parameters, write the synthetic
-benchmark.
+paper's variants and report them beside its tables (the experiment protocol, as ``nemot
+runs``), count parameters, write the synthetic benchmark.
 
 Examples::
 
     nemot hypergrid run --config configs/hypergrid/table4.toml --variants LG baseline
-    nemot hypergrid report --config configs/hypergrid/table4.toml
+    nemot hypergrid report runs/hypergrid/table4
     nemot hypergrid params --config configs/hypergrid/table4.toml
     nemot hypergrid synthetic --out data/hypergrid_synthetic
 """
@@ -17,26 +17,20 @@ from nemot import console
 
 def add_parser(subparsers):
     """Add ``hypergrid`` (``run``, ``report``, ``params``, ``synthetic``) to ``subparsers``."""
+    from nemot.experiments.cli import add_paper_commands
+
     parser = subparsers.add_parser(
         "hypergrid", help="HyperGrid Transformers (T5 + task-conditioned weight gating) on "
                           "GLUE + SuperGLUE", **console.describe(__doc__))
     commands = parser.add_subparsers(dest="hypergrid_command", required=True)
-
-    def with_config(command):
-        command.add_argument("--config", required=True, help="an experiment TOML "
-                                                              "(configs/hypergrid/)")
-        command.add_argument("--set", nargs="*", default=[], metavar="SECTION.KEY=VALUE",
-                             help="override config values, e.g. train.steps=1000")
-        return command
-
-    run = with_config(commands.add_parser("run", help="train every (variant, seed) run into "
-                                                      "<output_dir>/<variant>/seed<k>/"))
-    run.add_argument("--variants", nargs="+", help="only these variants")
-    run.add_argument("--seeds", nargs="+", type=int, help="override the config's seeds")
-    with_config(commands.add_parser("report", help="finished runs beside the paper's table"))
-    params = with_config(commands.add_parser(
+    add_paper_commands(commands, "hypergrid")
+    params = commands.add_parser(
         "params", help="parameters of every variant from the config's sizes (offline), the "
-                       "added ones beside the paper's formula"))
+                       "added ones beside the paper's formula")
+    params.add_argument("--config", required=True, help="an experiment TOML "
+                                                         "(configs/hypergrid/)")
+    params.add_argument("--set", nargs="*", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override config values, e.g. hypergrid.grid=[16,64]")
     params.add_argument("--variants", nargs="+", help="only these variants")
     synthetic = commands.add_parser("synthetic", help="write the synthetic GLUE + SuperGLUE")
     synthetic.add_argument("--out", required=True)
@@ -49,26 +43,19 @@ def add_parser(subparsers):
 
 def main_hypergrid(args):
     """Run one parsed ``nemot hypergrid`` command; returns the exit status."""
+    from nemot.experiments.cli import run_paper_command
+
+    if run_paper_command(args.hypergrid_command, args):
+        return 0
     if args.hypergrid_command == "synthetic":
         from nemot.data.synthetic.glue import write_benchmark
 
         print(write_benchmark(args.out, args.train_size, args.dev_size, args.seed))
         return 0
-    from nemot.experiments import protocol
     from nemot.hypergrid import experiment as hg
-    from nemot.hypergrid.report import report
 
-    experiment = hg.load(args.config, args.set)
-    if args.hypergrid_command == "run":
-        # The multi-seed runner (resumable, metrics.json per run), then the paper's layout.
-        protocol.run_config(args.config, seeds=args.seeds or None, variants=args.variants,
-                            overrides=args.set)
-        print(report(experiment))
-    elif args.hypergrid_command == "report":
-        print(report(experiment))
-    else:
-        print(json.dumps(hg.parameter_counts(experiment, args.variants), indent=2,
-                         ensure_ascii=False))
+    print(json.dumps(hg.parameter_counts(hg.load(args.config, args.set), args.variants),
+                     indent=2, ensure_ascii=False))
     return 0
 
 

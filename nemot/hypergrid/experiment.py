@@ -1,5 +1,5 @@
 """HyperGrid experiments, in the protocol of ``nemot runs``: :func:`load`, :func:`variants`,
-:func:`run_one` and :data:`PAPER`.
+:func:`run_one`, :data:`PAPER` and the paper's layout of a report (:func:`paper_table`).
 
 An experiment is a TOML file (``configs/hypergrid/``)::
 
@@ -47,12 +47,14 @@ Example:
 
 import dataclasses
 import json
+import math
+import statistics
 import typing
 from pathlib import Path
 
 from nemot.data import glue, superglue
 from nemot.experiments import config, protocol
-from nemot.hypergrid.text_to_text import TASKS
+from nemot.data.text_to_text import TASKS
 
 HYPERGRID_KEYS = {"mode", "grid", "placement", "conditioning", "heads", "key_dim", "scalar",
                   "materialise", "residual", "initializer", "gates", "orientation"}
@@ -108,19 +110,14 @@ class Train:
 
 
 @dataclasses.dataclass(frozen=True)
-class Experiment:
+class Experiment(protocol.Experiment):
     """A parsed experiment file (see the module docstring)."""
 
-    name: str
-    output_dir: str
-    seeds: tuple
     table: str
     model: dict
     data: dict
     train: dict
     hypergrid: dict
-    variants: dict
-    source: str = "<dict>"
 
     def settings(self, variant):
         """``{"backbone", "tokenizer", "hypergrid" (options or None), "per_task", "train"}``
@@ -188,7 +185,7 @@ def build_run(experiment, variant, seed, tasks=None):
     ``tasks``: these of the experiment's tasks only (a per-task run)."""
     import keras
 
-    from nemot.hypergrid.data import IGNORE, load_mixture
+    from nemot.data.mixture import IGNORE, load_mixture
     from nemot.hypergrid.model import HyperGridT5
     from nemot.models.t5 import load_backbone, load_tokenizer
 
@@ -241,13 +238,14 @@ def run_one(experiment, variant, seed, run_dir):
 
 def _train(experiment, variant, seed, run_dir, tasks=None):
     """One training run through the shared trainer (``results.csv`` in ``run_dir``)."""
+    from nemot.evaluation.rank_classification import evaluate
     from nemot.training.loop import DataSource, TrainConfig, run
 
     build_model, compile_model, mixture = build_run(experiment, variant, seed, tasks)
     train = experiment.settings(variant)["train"]
 
     def metric(model):
-        scores = mixture.evaluate(model, train["eval_batch_size"])
+        scores = evaluate(mixture, model, train["eval_batch_size"])
         return {"metric": scores["avg"], **scores}
 
     source = DataSource(train=mixture.train_dataset, steps_per_epoch=train["steps_per_epoch"],
@@ -371,11 +369,61 @@ PAPER = {
 
 # Tables that also print the run with the best avg of one variant as "<variant> (max)".
 MAX_ROWS = {"table4": "baseline"}
+NOTES = (
+    "Averages (glue, superglue, avg) follow the official rules: compare them only with the "
+    "paper's averages; its per-task cells of two-metric tasks are single numbers whose "
+    "metric it does not name (ours: the mean of the task's metrics).",
+    "Paper Table 1, row LG: QNLI 81.2 / RTE 84.2 look garbled (its columns average 84.28, "
+    "not its Avg 85.4); printed as published.",
+    "Paper Table 2: the Multi-Model and L rows' task columns average to 75.92 and 75.18 by "
+    "SuperGLUE's rule, not their Avg 74.8 and 74.5 (the other rows agree); printed as published.",
+    "Paper Table 4: 'Base (Max)' is the max of the four baseline runs (ours: the run with the "
+    "best avg); its AVG 79.40 is the runs' mean, not (85.11 + 73.83) / 2 = 79.47.",
+)
 
 
-def paper_row(experiment, variant):
-    """The paper's numbers for ``variant`` of ``experiment`` (``{}`` if it has none)."""
-    return PAPER.get(f"{experiment.table}/{variant}", {})
+def _cell(values):
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.2f} (n=1)"
+    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f} (n={len(values)})"
+
+
+def paper_table(output_dir, manifest):
+    """The paper's layout of the finished runs (the report's hook): per variant each score
+    of its row in the paper's ``table``, ours (mean ± SD over seeds) beside the paper's
+    (± its SD where it gives one); Table 4 adds ``baseline (max)``, the baseline run with
+    the best avg (the paper's "Base (Max)"). Runs on generated data show no paper numbers
+    (nor the notes on them).
+    Returns ``(markdown, {variant: {score: {"values", "paper", "paper_sd"}}})``."""
+    table = manifest.get("table", manifest["name"])
+    names = list(manifest["variants"])
+    results = {name: protocol.run_metrics(output_dir, name) for name in names}
+    best = MAX_ROWS.get(table)
+    if best in names:
+        runs = [r for r in results[best] if not math.isnan(r.get("avg", math.nan))]
+        results[f"{best} (max)"] = [max(runs, key=lambda r: r["avg"])] if runs else []
+        names.insert(names.index(best) + 1, f"{best} (max)")
+    rows = {name: {} if manifest.get("synthetic") else PAPER.get(f"{table}/{name}", {})
+            for name in names}
+    metrics = list(dict.fromkeys(k for row in rows.values() for k in row
+                                 if not k.endswith("_sd")))
+    if not metrics:  # no paper row: show what the runs have
+        metrics = sorted({k for runs in results.values() for r in runs for k in r
+                          if k != "epoch"})
+    lines = [f"Paper {table}: ours (mean ± SD over seeds) beside the paper's.", "",
+             "| variant | score | ours | paper |", "|---|---|---|---|"]
+    data = {}
+    for name in names:
+        for metric in metrics:
+            ours = [r[metric] for r in results[name] if not math.isnan(r.get(metric, math.nan))]
+            paper, sd = rows[name].get(metric), rows[name].get(f"{metric}_sd")
+            shown = "–" if paper is None else f"{paper:.2f}" + ("" if sd is None else f" ± {sd}")
+            lines.append(f"| {name} | {metric} | {_cell(ours)} | {shown} |")
+            data.setdefault(name, {})[metric] = {"values": ours, "paper": paper, "paper_sd": sd}
+    notes = [] if manifest.get("synthetic") else [""] + [f"- {note}" for note in NOTES]
+    return "\n".join(lines + notes), data
 
 
 # ---------------------------------------------------------------- parameter costs

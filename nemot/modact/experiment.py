@@ -134,17 +134,12 @@ class TrainConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class Experiment:
+class Experiment(protocol.Experiment):
     """One config: see the module docstring."""
 
-    name: str
-    output_dir: str
-    seeds: tuple
     model: dict
-    variants: dict
     data: DataConfig | None = None
     train: TrainConfig | None = None
-    source: str = "<dict>"
 
 
 def from_dict(raw, source="<dict>"):
@@ -218,21 +213,20 @@ def compile_model(model, train, total_steps, steps_per_epoch=1):
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` with ``seed`` into ``run_dir``; returns its metrics."""
     from nemot.training import loop
-    from nemot.training.run_config import dump_toml
 
     splits = data.load_splits(experiment.data)
     config = model_config(experiment, variant, splits)
     train = experiment.train
     source = data_source(experiment, splits, seed)
-    resolved = {"experiment": experiment.name, "variant": variant, "seed": seed,
-                "model": dataclasses.asdict(config), "data": dataclasses.asdict(experiment.data),
-                "train": dataclasses.asdict(train)}
+    resolved = protocol.resolved_toml("modact", experiment.name, variant, seed, {
+        "model": dataclasses.asdict(config), "data": dataclasses.asdict(experiment.data),
+        "train": dataclasses.asdict(train)})
     result = loop.run(
         lambda: models.build(config), source,
         loop.TrainConfig(batch_size=train.batch_size, epochs=train.epochs,
                          steps_per_epoch=source.steps_per_epoch, jit_compile=train.jit_compile,
                          verbose=train.verbose),
-        run_dir, seed=seed, config_toml=dump_toml(resolved),
+        run_dir, seed=seed, config_toml=resolved,
         compile_model=lambda model: compile_model(
             model, train, source.steps_per_epoch * train.epochs, source.steps_per_epoch))
     test = result.model.evaluate(

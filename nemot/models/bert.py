@@ -56,6 +56,16 @@ def load_backbone(backbone, load_weights=True):
                     "directory or a dict of sizes")
 
 
+def model_tokenizer(tokenizer, backbone, lowercase=True):
+    """The word-piece tokenizer of a config's ``[model]`` table: ``tokenizer`` (a
+    ``vocab.txt``, a preset or a directory), by default the ``backbone``'s."""
+    spec = tokenizer or backbone
+    if not isinstance(spec, str):
+        raise ValueError("model.tokenizer (a vocab.txt, a preset or a directory) is required "
+                         "when model.backbone is a table of sizes")
+    return load_tokenizer(spec, lowercase)
+
+
 class ModulatedBert(keras.layers.Layer):
     """BERT (a KerasHub ``BertBackbone``, its own layers and weights) with modulations
     hosted in its layers (:mod:`nemot.modulation.host`; the stack is ``"bert"`` in the

@@ -107,11 +107,7 @@ class TaskPlan:
 
 
 @dataclasses.dataclass(frozen=True)
-class Experiment:
-    name: str
-    output_dir: str
-    seeds: tuple
-    variants: dict  # name -> Variant
+class Experiment(protocol.Experiment):  # variants: name -> Variant
     tasks: dict  # SuperGLUE task -> TaskPlan
     model: Model = Model()
     train: Train = Train()
@@ -149,9 +145,11 @@ def variants(experiment):
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` on every task of ``experiment`` with ``seed``; returns each task's
     score at its best validation epoch and their ``mean``."""
-    from nemot.ngt.train import load_splits, load_tokenizer, train_run
+    from nemot.models.bert import model_tokenizer
+    from nemot.ngt.train import load_splits, train_run
 
-    tokenizer = load_tokenizer(experiment.model)
+    model = experiment.model
+    tokenizer = model_tokenizer(model.tokenizer, model.backbone, model.lowercase)
     resolved = protocol.resolved_toml("ngt", experiment.name, variant, seed, {
         **{t: dataclasses.asdict(getattr(experiment, t)) for t in ("model", "train", "data")},
         "variants": {variant: dataclasses.asdict(experiment.variants[variant])},

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from nemot.data import superglue
+from nemot.data.pipelines import generator_dataset
 from nemot.evaluation import benchmarks
 from nemot.models import bert
 from nemot.models.bert import load_backbone
@@ -27,15 +28,6 @@ from nemot.ngt.model import NGTModel
 from nemot.training import loop
 from nemot.training.loop import DataSource, TrainConfig
 from nemot.training.schedules import build_schedule
-
-
-def load_tokenizer(model):
-    """The BERT word-piece tokenizer of the ``[model]`` settings: a vocab.txt file, or the
-    preset/directory (default: the backbone's)."""
-    spec = model.tokenizer or model.backbone
-    if not isinstance(spec, str):
-        raise ValueError("model.tokenizer is required when model.backbone is a table of sizes")
-    return bert.load_tokenizer(spec, model.lowercase)
 
 
 def _targets(rows, num_classes):
@@ -82,10 +74,7 @@ def make_dataset(rows, encoder, batch_size, num_classes, seed=None, start_batch=
         {"token_ids": spec, "segment_ids": spec, "padding_mask": spec},
         tf.TensorSpec((None, num_classes), tf.float32),
     )
-    dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-    if seed is None:
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(steps))
-    return dataset.prefetch(2)
+    return generator_dataset(batches, signature, batches=None if seed is not None else steps)
 
 
 def compile_model(model, train, decay_steps):
@@ -145,14 +134,15 @@ def train_run(experiment, task, variant, seed, train_data, val_data, out_dir, to
         variant: the variant's name (a key of ``experiment.variants``).
         seed: the run's seed (weights of the new layers, dropout, shuffling).
         train_data, val_data: ``superglue.TaskData`` of the two splits.
-        tokenizer: reuse a tokenizer across runs (default: :func:`load_tokenizer`).
+        tokenizer: reuse a tokenizer across runs (default: the ``[model]`` one's).
         config_toml: the run's resolved config, written to ``config.toml``.
 
     Returns:
         the trainer's :class:`nemot.training.loop.RunResult`.
     """
     plan, model, train = experiment.tasks[task], experiment.model, experiment.train
-    tokenizer = tokenizer or load_tokenizer(model)
+    tokenizer = tokenizer or bert.model_tokenizer(model.tokenizer, model.backbone,
+                                                   model.lowercase)
     aux_ids = [_token_id(tokenizer, t, task) for t in plan.aux_tokens]
     encoder = superglue.PairEncoder(tokenizer, model.sequence_length, aux_ids)
     num_classes = len(superglue.CB_LABELS) if task == "CB" else 1
@@ -188,13 +178,6 @@ def load_splits(experiment, task):
     """``(train, val)`` :class:`superglue.TaskData` of ``task`` from the experiment's data."""
     return tuple(superglue.load_task(task, split, experiment.data.dir, experiment.data.source)
                  for split in ("train", "val"))
-
-
-def _token_id(tokenizer, token, task):
-    try:
-        return tokenizer.token_to_id(token)
-    except ValueError:
-        raise ValueError(f"tasks.{task}.aux_tokens: {token!r} is not in the tokenizer's vocabulary") from None
 
 
 def _token_id(tokenizer, token, task):

@@ -22,13 +22,11 @@ Example:
     ('UN chief welcomes ...', 'UN chief condemns ...', 1.0)
 """
 
-import itertools
-
 import numpy as np
 
 from nemot.data import glue, minbert
 from nemot.data.minbert import Layout, Rows
-from nemot.data.sampling import sampled_batches
+from nemot.data.sampling import sampled_batches, shuffled_batches
 from nemot.data.wordpiece import InputPacker
 from nemot.pals.tasks import get_task
 
@@ -43,12 +41,6 @@ LAYOUTS = {
 }
 
 
-def split_file(task, data_dir, split):
-    """The file of ``task``'s ``split`` under ``data_dir`` (the first candidate present)."""
-    name = get_task(task).name
-    return minbert.split_file(LAYOUTS[name], data_dir, split, task)
-
-
 def read_file(task, path):
     """The :class:`Rows` of one file of ``task``'s layout (labels None without a label
     column)."""
@@ -60,11 +52,12 @@ GLUE_NAMES = {"sst2": "SST-2", "qqp": "QQP", "stsb": "STS-B"}
 SOURCES = ("files", "tfds", "hub")
 
 
-def read_rows(task, data_dir, split, source="files"):
+def read_rows(task, data_dir, split, source="files", labelled=False):
     """The :class:`Rows` of ``task``'s ``split``: from the files under ``data_dir``, or
-    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.data.glue.read_task`)."""
+    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.data.glue.read_task`).
+    ``labelled``: a file without its label column is an error (:func:`minbert.read`)."""
     if source == "files":
-        return read_file(task, split_file(task, data_dir, split))
+        return minbert.read(get_task(task).name, data_dir, split, labelled, LAYOUTS)
     if source not in SOURCES or task not in GLUE_NAMES:
         raise ValueError(f"task {task!r} from source {source!r}: expected 'files', or "
                          f"one of {SOURCES} for the GLUE tasks {sorted(GLUE_NAMES)}")
@@ -105,30 +98,6 @@ class Encoder:
                 "labels": np.asarray(labels, "float32")}
 
 
-def task_batches(arrays, task_index, batch_size, seed, start_batch=0):
-    """``task``'s training batches forever from batch ``start_batch``: ``(inputs, targets)``.
-
-    Each pass over the examples is its own seeded permutation; a batch may straddle two
-    passes. Batch ``b`` is the same whatever ``start_batch`` the stream starts from, so a
-    resumed run continues exactly (with :func:`nemot.data.sampling.sampled_batches`).
-    """
-    n = len(arrays["labels"])
-    if n == 0:
-        raise ValueError("task_batches: no training examples")
-    if np.isnan(arrays["labels"]).any():
-        raise ValueError("task_batches: examples without labels (a test file) cannot train")
-
-    def permutation(epoch):
-        return np.random.default_rng([seed, task_index, epoch]).permutation(n)
-
-    for b in itertools.count(start_batch):
-        first = b * batch_size
-        index = np.concatenate([permutation(epoch)[max(first - epoch * n, 0):
-                                                   first + batch_size - epoch * n]
-                                for epoch in range(first // n, (first + batch_size - 1) // n + 1)])
-        yield batch(arrays, index, task_index)
-
-
 def batch(arrays, index, task_index):
     """``(inputs, targets)`` of the examples ``index`` of one task."""
     inputs = {k: arrays[k][index] for k in ("token_ids", "segment_ids", "padding_mask")}
@@ -153,8 +122,10 @@ def multitask_batches(arrays, sampler, batch_size, seed, start_step=0):
     if set(order) != set(sampler.tasks):
         raise ValueError(f"sampler tasks {list(sampler.tasks)} differ from the data's {order}")
 
-    def make_iterator(task, start_batch):
-        return task_batches(arrays[task], order.index(task), batch_size, seed, start_batch)
+    def make_iterator(task, start_batch):  # each task's own seeded passes (resumable)
+        index = order.index(task)
+        return (batch(arrays[task], rows, index) for rows in shuffled_batches(
+            len(arrays[task]["labels"]), batch_size, [seed, index], start_batch))
 
     for _, item in sampled_batches(make_iterator, sampler, start_step):
         yield item

@@ -51,9 +51,9 @@ import numpy as np
 
 from nemot.experiments import protocol
 from nemot.experiments import config
-from nemot.data.format import DataError
+from nemot.experiments.protocol import Experiment
 from nemot.data.sampling import MODES, TaskSampler
-from nemot.data.wordpiece import load_tokenizer
+from nemot.models.bert import model_tokenizer
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
@@ -147,17 +147,6 @@ class Settings:
         return PAL_PRESETS[self.pals] if isinstance(self.pals, str) else dict(self.pals)
 
 
-@dataclasses.dataclass(frozen=True)
-class Experiment:
-    """A parsed config: its name, output directory, seeds and variants."""
-
-    name: str
-    output_dir: str
-    seeds: tuple
-    variants: dict
-    source: str = "<dict>"
-
-
 def _refuse_removed(table, where):
     removed = [key for key in table if key in REMOVED]
     if removed:
@@ -199,28 +188,15 @@ def variants(experiment):
 
 def _load_split(settings, encoder, split):
     """``{task: encoded arrays}`` of ``split``; every file must have its label column."""
-    out = {}
-    for task in settings.tasks:
-        rows = pals_data.read_rows(task, settings.dir, split, settings.source)
-        if rows.labels is None:
-            label = pals_data.LAYOUTS[task].label
-            raise DataError(rows.path, 1, label, f"a {label!r} column: training and scoring "
-                            "need labels (the minBERT *-test-student files have none)",
-                            got="no such column")
-        out[task] = encoder.encode(rows)
-    return out
-
-
-def _tokenizer_spec(settings):
-    spec = settings.tokenizer or settings.backbone
-    if not isinstance(spec, str):
-        raise ValueError("model.tokenizer (a vocab.txt or a preset) is required when "
-                         "model.backbone is a table of sizes")
-    return spec
+    return {task: encoder.encode(pals_data.read_rows(task, settings.dir, split, settings.source,
+                                                     labelled=True))
+            for task in settings.tasks}
 
 
 def _datasets(settings, train, evaluation, sampler, seed):
     import tensorflow as tf
+
+    from nemot.data.pipelines import generator_dataset
 
     length = settings.sequence_length
     spec = tf.TensorSpec((None, length), tf.int32)
@@ -236,9 +212,9 @@ def _datasets(settings, train, evaluation, sampler, seed):
 
     def train_fn(start_batch, batch_size, input_context):
         single_pipeline(input_context)
-        return tf.data.Dataset.from_generator(
+        return generator_dataset(
             lambda: pals_data.multitask_batches(train, sampler, batch_size, seed, start_batch),
-            output_signature=signature).prefetch(2)
+            signature)
 
     def validation_fn(batch_size, input_context):
         single_pipeline(input_context)
@@ -249,9 +225,8 @@ def _datasets(settings, train, evaluation, sampler, seed):
                 for start in range(0, n, batch_size):
                     yield pals_data.batch(evaluation[task],
                                           np.arange(start, min(start + batch_size, n)), index)
-        count = sum(math.ceil(len(evaluation[t]["labels"]) / batch_size) for t in settings.tasks)
-        dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-        return dataset.apply(tf.data.experimental.assert_cardinality(count))
+        return generator_dataset(batches, signature, batches=sum(
+            math.ceil(len(evaluation[t]["labels"]) / batch_size) for t in settings.tasks))
 
     return train_fn, validation_fn
 
@@ -270,7 +245,8 @@ def run_one(experiment, variant, seed, run_dir):
     from nemot.training import loop
 
     settings = experiment.variants[variant]
-    encoder = pals_data.Encoder(load_tokenizer(_tokenizer_spec(settings), settings.lowercase),
+    encoder = pals_data.Encoder(model_tokenizer(settings.tokenizer, settings.backbone,
+                                                  settings.lowercase),
                                 settings.sequence_length)
     train, evaluation = (_load_split(settings, encoder, split) for split in ("train", "dev"))
     # Read (and check for labels) before training, but only score after it.

@@ -8,8 +8,9 @@ from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.data import DataError, Formatter, QAExample, prepare, registry
 from nemot.data.pipelines import (SEED_DATASETS, check_task_tokens, dataset_task_tokens,
-                                  epoch_length, eval_examples, examples_dataset, pool_choices,
-                                  pool_dataset, pool_members, qa_dataset, validation_dataset)
+                                  epoch_length, eval_examples, examples_dataset,
+                                  generator_dataset, pool_choices, pool_dataset, pool_members,
+                                  python_errors, qa_dataset, validation_dataset)
 from nemot.data.sampling import TaskSampler
 
 N = 32
@@ -249,3 +250,24 @@ def test_bad_arguments_are_clear_errors(raw_dirs, tmp_path, tok):
                    tokenizer=tok)
     with pytest.raises(ValueError, match="splits"):
         qa_dataset("race", "training", data_dir=raw_dirs["race"], batch_size=2, tokenizer=tok)
+
+
+def test_a_generator_dataset_has_its_length_and_raises_its_own_errors():
+    """The tf.data view every generator-fed stream uses (QA, the T5 mixture, PALs, NGT): a
+    finite stream's exact length, and a DataError raised mid-stream reaching the trainer as
+    itself, not as tf.data's OpError."""
+    import tensorflow as tf
+
+    signature = (tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.float32))
+
+    def batches(bad_at=None):
+        for k in range(3):
+            if k == bad_at:
+                raise DataError("train.jsonl", 7, "label", "0 or 1", got="2")
+            yield np.full(2, k, "int32"), np.zeros(2, "float32")
+
+    ds = generator_dataset(batches, signature, batches=3)
+    assert int(ds.cardinality()) == 3 and [int(x[0]) for x, _ in ds] == [0, 1, 2]
+    with pytest.raises(DataError, match=r"train.jsonl: line 7: field 'label'"):
+        with python_errors():
+            list(generator_dataset(lambda: batches(bad_at=1), signature))

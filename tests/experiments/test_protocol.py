@@ -1,11 +1,13 @@
-"""The protocol's epoch selection and resolved run config (nemot.experiments.protocol)."""
+"""The protocol's Experiment, epoch selection and resolved run config
+(nemot.experiments.protocol)."""
 
 import csv
+import dataclasses
 import tomllib
 
 import pytest
 
-from nemot.experiments.protocol import resolved_toml, select_epoch
+from nemot.experiments.protocol import Experiment, protocol_keys, resolved_toml, select_epoch
 
 
 def write_results(run_dir, rows):
@@ -55,3 +57,17 @@ def test_resolved_toml_is_the_runs_config():
         "reproduction": "pals", "name": "table2", "variant": "half", "seed": 3,
         "model": {"pals": "half", "backbone": {"num_layers": 2}}, "train": {"epochs": 2},
         "per_task": False}
+
+
+def test_a_recipe_extends_the_protocols_experiment_with_its_tables():
+    @dataclasses.dataclass(frozen=True)
+    class Recipe(Experiment):
+        train: dict
+
+    raw = {"name": "x", "output_dir": "out", "seeds": [1, 2], "variants": {"a": {}},
+           "train": {"epochs": 1}}
+    recipe = Recipe(**protocol_keys(raw, ("train",)), train=raw["train"], source="x.toml")
+    assert (recipe.name, recipe.output_dir, recipe.seeds, list(recipe.variants)) == (
+        "x", "out", (1, 2), ["a"])
+    assert recipe.train == {"epochs": 1} and recipe.source == "x.toml"
+    assert Recipe("y", "o", (0,), {}, train={}).source == "<dict>"  # source: keyword only

@@ -1,5 +1,5 @@
 """Experiment files, one run through the shared trainer on the synthetic benchmark, the
-report beside the paper, and the command line."""
+paper's layout of a report, and the command line."""
 
 import argparse
 import json
@@ -10,7 +10,6 @@ import pytest
 
 from nemot.data.synthetic import glue as synthetic
 from nemot.hypergrid import cli, experiment
-from nemot.hypergrid.report import report
 
 CONFIGS = sorted(Path(__file__).parents[2].joinpath("configs", "hypergrid").glob("*.toml"))
 
@@ -23,7 +22,7 @@ def test_every_config_parses_and_its_variants_are_rows_of_the_paper(path):
         settings = exp.settings(name)
         assert settings["train"]["steps"] % settings["train"]["steps_per_epoch"] == 0
         if exp.name != "tiny":
-            assert experiment.paper_row(exp, name), (path.name, name)
+            assert experiment.PAPER.get(f"{exp.table}/{name}"), (path.name, name)
 
 
 def test_table_settings_follow_the_paper():
@@ -132,31 +131,37 @@ def test_run_one_trains_through_the_shared_trainer_and_scores_the_dev_sets(tmp_p
     assert 'variant = "LG"' in (run_dir / "config.toml").read_text()
 
 
-def test_report_prints_ours_beside_the_paper(tmp_path):
-    exp = experiment.from_dict({**BASE, "output_dir": str(tmp_path), "table": "table4",
-                                "variants": {"baseline": {"hypergrid": False},
-                                             "LG": {"mode": "LG"}}})
-    for seed, avg in ((0, 50.0), (1, 52.0)):
-        run = tmp_path / "LG" / f"seed{seed}"
+def write_runs(directory, variant, metrics):
+    for seed, values in enumerate(metrics):
+        run = directory / variant / f"seed{seed}"
         run.mkdir(parents=True)
-        (run / "metrics.json").write_text(json.dumps({"glue": 60.0, "superglue": 40.0, "avg": avg}))
-    text = report(exp)
+        (run / "metrics.json").write_text(json.dumps(values))
+
+
+def test_paper_table_puts_ours_beside_the_paper(tmp_path):
+    manifest = {"name": "t", "table": "table4", "variants": ["baseline", "LG"]}
+    write_runs(tmp_path, "LG", [{"glue": 60.0, "superglue": 40.0, "avg": avg}
+                                for avg in (50.0, 52.0)])
+    text, data = experiment.paper_table(tmp_path, manifest)
     lines = text.splitlines()
-    assert "79.40" in next(line for line in lines if line.startswith("baseline (max)  avg"))
-    for seed, glue in enumerate((85.0, 86.0, 84.0)):  # Table 4's Base (Max): the best-avg run
-        run = tmp_path / "baseline" / f"seed{seed}"
-        run.mkdir(parents=True)
-        (run / "metrics.json").write_text(json.dumps({"glue": glue, "superglue": 70.0,
-                                                      "avg": (glue + 70.0) / 2}))
-    best = [line for line in report(exp).splitlines() if line.startswith("baseline (max)")]
-    assert "86.00 (n=1)" in best[0] and "85.11" in best[0] and "78.00 (n=1)" in best[-1]
-    lg_avg = next(line for line in text.splitlines() if line.startswith("LG") and " avg " in line)
+    best = next(line for line in lines if line.startswith("| baseline (max) | avg"))
+    assert "| 79.40 |" in best
+    lg_avg = next(line for line in lines if line.startswith("| LG | avg |"))
     assert f"51.00 ± {np.std([50.0, 52.0], ddof=1):.2f} (n=2)" in lg_avg and "80.10" in lg_avg
-    baseline = next(line for line in text.splitlines() if line.startswith("baseline")
-                    and " avg " in line)
-    assert "79.40 ± 0.091" in baseline and " - " in baseline  # no runs yet
+    baseline = next(line for line in lines if line.startswith("| baseline | avg |"))
+    assert "79.40 ± 0.091" in baseline and "| – |" in baseline  # no runs yet
     assert "compare them only with the paper's averages" in text
     assert "QNLI 81.2 / RTE 84.2 look garbled" in text
+    assert data["LG"]["avg"] == {"values": [50.0, 52.0], "paper": 80.10, "paper_sd": None}
+    # Table 4's Base (Max): the baseline run with the best avg
+    write_runs(tmp_path, "baseline", [{"glue": glue, "superglue": 70.0, "avg": (glue + 70.0) / 2}
+                                      for glue in (85.0, 86.0, 84.0)])
+    best = [line for line in experiment.paper_table(tmp_path, manifest)[0].splitlines()
+            if line.startswith("| baseline (max)")]
+    assert "86.00 (n=1)" in best[0] and "85.11" in best[0] and "78.00 (n=1)" in best[-1]
+    # runs on generated data: no paper numbers, nor notes on them
+    text, _ = experiment.paper_table(tmp_path, {**manifest, "synthetic": True})
+    assert "80.10" not in text and "79.40" not in text and "garbled" not in text
 
 
 def test_command_line(tmp_path, capsys):
@@ -175,9 +180,17 @@ def test_command_line(tmp_path, capsys):
     assert counts["baseline"]["added"] == 0
     assert counts["LG"]["added"] == 2 * (d * 4 + 4 + tasks * d)  # the layer's own attention
     assert counts["LG"]["paper"] == 2 * (d * 4 + 4) == counts["LG"]["grids"]
-    args = parser.parse_args(["hypergrid", "report", "--config", str(config), "--set",
-                              "table=table4"])
-    assert args.func(args) == 0 and "80.10" in capsys.readouterr().out
+    # `report DIR`: the protocol's report, with the paper's layout of config's table
+    manifest = {"reproduction": "hypergrid", "name": "t", "table": "table4",
+                "config": str(config), "overrides": [], "variants": ["baseline", "LG"],
+                "seeds": [0], "synthetic": False}
+    (tmp_path / "runs.json").write_text(json.dumps(manifest))
+    write_runs(tmp_path, "LG", [{"glue": 60.0, "superglue": 40.0, "avg": 50.0}])
+    args = parser.parse_args(["hypergrid", "report", str(tmp_path)])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out
+    assert "## The paper's layout" in printed and "| LG | avg | 50.00 (n=1) | 80.10 |" in printed
+    assert (tmp_path / "report.json").is_file()
 
 
 def test_params_of_a_table_runs_offline_beside_the_papers_formula(capsys):
@@ -209,7 +222,8 @@ def test_params_of_a_table_runs_offline_beside_the_papers_formula(capsys):
 
 
 def test_data_sources_are_checked_and_reach_the_readers(tmp_path, monkeypatch):
-    from nemot.hypergrid import data, experiment as hg
+    from nemot.data import mixture as data
+    from nemot.hypergrid import experiment as hg
 
     config = next(Path(__file__).resolve().parents[2].glob("configs/hypergrid/tiny.toml"))
     with pytest.raises(ValueError, match=r"\[data\]: glue_source = 'bucket'"):

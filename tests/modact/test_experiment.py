@@ -3,6 +3,7 @@ schedules are the paper's, splits are seeded, and one run trains end to end."""
 
 import csv
 import dataclasses
+import tomllib
 from pathlib import Path
 
 import keras
@@ -167,6 +168,9 @@ def test_a_names_run_trains_through_the_shared_loop(tmp_path):
     assert set(metrics) == {"test_accuracy", "train_accuracy"}
     assert all(0 <= v <= 1 for v in metrics.values())
     assert (tmp_path / "run" / "model_last.keras").exists()
+    resolved = tomllib.loads((tmp_path / "run" / "config.toml").read_text())  # the protocol's
+    assert (resolved["reproduction"], resolved["name"], resolved["variant"]) == (
+        "modact", "names_lstm", "modulated") and resolved["model"]["cell"] == "modulated"
     with open(tmp_path / "run" / "results.csv") as f:
         losses = [float(row["loss"]) for row in csv.DictReader(f)]
     assert len(losses) == 3 and losses[2] < losses[0]

@@ -69,6 +69,10 @@ def test_glue_files_read_as_published(tmp_path):
     assert qqp.text_b == ("Why are hispanics so beautiful?",) and qqp.labels.tolist() == [0]
     assert read_rows("stsb", tmp_path, "dev").labels.tolist() == [5.0]
     assert read_rows("stsb", tmp_path, "test").labels is None
+    # training and scoring read labelled files (minbert.read with the PALs layouts)
+    with pytest.raises(DataError, match=r"STS-B/test.tsv: line 1: field 'score': expected a "
+                                        r"'score' column: training and scoring need labels"):
+        read_rows("stsb", tmp_path, "test", labelled=True)
 
 
 def test_glue_tasks_from_tfds_or_the_hub_go_through_the_glue_reader(tmp_path, monkeypatch):

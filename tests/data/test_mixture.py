@@ -6,9 +6,10 @@ import itertools
 import numpy as np
 import pytest
 
+from nemot.data import mixture as data
+from nemot.data.mixture import IGNORE, Mixture, TokenizedTask, model_batch, token_ids
 from nemot.data.synthetic import glue as synthetic
-from nemot.hypergrid import data
-from nemot.hypergrid.data import IGNORE, Mixture, TokenizedTask, _ids, model_batch
+from nemot.evaluation.rank_classification import score
 from nemot.models.t5 import load_tokenizer
 
 
@@ -67,9 +68,9 @@ def oracle(mixture, right=0.0, wrong=-5.0):
     gold = set()
     for task in mixture.tasks:
         for dev in task.dev:
-            inputs = _ids(mixture.tokenizer, [e.inputs for e in dev.examples], 64)
+            inputs = token_ids(mixture.tokenizer, [e.inputs for e in dev.examples], 64)
             for ids, example in zip(inputs, dev.examples):
-                for target in _ids(mixture.tokenizer, list(example.targets), 16):
+                for target in token_ids(mixture.tokenizer, list(example.targets), 16):
                     gold.add((tuple(ids), tuple(target)))
 
     def scorer(x, y):
@@ -84,11 +85,11 @@ def oracle(mixture, right=0.0, wrong=-5.0):
 
 def test_scoring_ranks_candidates_into_every_benchmark_metric(benchmark):
     assert len(benchmark.tasks) == 16 and benchmark.keys[0] == "glue/CoLA"
-    scores = benchmark.score(oracle(benchmark), batch_size=50)
+    scores = score(benchmark, oracle(benchmark), batch_size=50)
     # (the synthetic STS-B scores are whole numbers, so the 0.2-rounded targets are exact)
     assert len(scores) == 3 + 9 + 8 and all(v == pytest.approx(100.0) for v in scores.values()), \
         scores
-    inverted = benchmark.score(oracle(benchmark, right=-5.0, wrong=0.0), batch_size=50)
+    inverted = score(benchmark, oracle(benchmark, right=-5.0, wrong=0.0), batch_size=50)
     assert inverted["superglue/BoolQ"] == 0.0 and inverted["glue/RTE"] == 0.0
 
 
@@ -97,4 +98,4 @@ def test_candidates_cut_to_the_same_tokens_are_an_error(benchmark):
     with pytest.raises(ValueError, match=r"glue/CoLA: candidate targets \['unacceptable', "
                                          r"'acceptable'\] are not all different once cut to "
                                          r"max_target_length=2"):
-        short.score(oracle(benchmark))
+        score(short, oracle(benchmark))

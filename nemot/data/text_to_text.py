@@ -1,5 +1,6 @@
-"""GLUE and SuperGLUE in T5's text-to-text form (Raffel et al. 2020, appendix D), which
-the HyperGrid paper trains on.
+"""GLUE and SuperGLUE in T5's text-to-text form (Raffel et al. 2020, appendix D): the data
+of a T5 backbone (:class:`nemot.models.t5.ModulatedT5`, with any ``[[model.modulation]]``),
+mixed by :mod:`nemot.data.mixture`; the HyperGrid reproduction trains on it.
 
 An input is the task's prefix and its fields as ``key: value``; a target is a label
 word (``"entailment"``, ``"True"``, ``"choice2"``, STS-B's score rounded to 0.2 as

@@ -1,6 +1,7 @@
-"""The paper's multi-task data: GLUE + SuperGLUE in text-to-text form, tokenised, mixed
-in proportion to each task's size (T5's ``en_mix``; rate cap optional), and scored on
-the dev sets.
+"""GLUE + SuperGLUE as one multi-task stream for a T5 backbone: the text-to-text examples
+(:mod:`nemot.data.text_to_text`) tokenised and mixed in proportion to each task's size
+(T5's ``en_mix``; rate cap optional), with their dev sets for scoring
+(:mod:`nemot.evaluation.rank_classification`).
 
 Mixing is per example, as T5's mixtures: example ``k`` of the stream comes from
 ``TaskSampler(mode="proportional", cap=K).task_at(k)`` and is that task's next example
@@ -9,16 +10,14 @@ continues with exactly the examples it would have seen (:func:`sampled_batches` 
 example ``s × batch``). A task's size is its number of training sequences (ReCoRD:
 one per gold answer, as T5).
 
-Model inputs: ``encoder_token_ids`` (the input and ``</s>``, cut to
-``max_input_length``), ``decoder_token_ids`` (``<pad>`` then the target shifted right,
-T5's decoder start), their padding masks, ``task_index``; targets: the target and
-``</s>``, ``-1`` at padding.
+Model inputs (:class:`nemot.models.t5.ModulatedT5`'s): ``encoder_token_ids`` (the input
+and ``</s>``, cut to ``max_input_length``), ``decoder_token_ids`` (``<pad>`` then the
+target shifted right, T5's decoder start), their padding masks, ``task_index``; targets:
+the target and ``</s>``, ``-1`` at padding.
 
 Example:
     >>> mixture = load_mixture(tokenizer, glue_dir="glue_data", superglue_dir="SuperGLUE")
     >>> ds = mixture.train_dataset(start_batch=0, batch_size=128)
-    >>> scores = mixture.evaluate(model, batch_size=256)
-    >>> scores["avg"], scores["glue"], scores["superglue/CB"]
 """
 
 import dataclasses
@@ -26,12 +25,10 @@ import itertools
 
 import numpy as np
 
-from nemot.data import glue, superglue
-from nemot.data.pipelines import _replica_share
+from nemot.data import glue, superglue, text_to_text
+from nemot.data.pipelines import epoch_indices, generator_dataset, replica_share
 from nemot.data.sampling import TaskSampler, sampled_batches
-from nemot.evaluation import benchmarks
-from nemot.hypergrid import text_to_text
-from nemot.hypergrid.text_to_text import GLUE_TASKS, SUPERGLUE_TASKS, TASKS
+from nemot.data.text_to_text import GLUE_TASKS, TASKS
 
 PAD_ID = 0
 IGNORE = -1
@@ -57,7 +54,7 @@ class TokenizedTask:
     dev: list
 
 
-def _ids(tokenizer, texts, max_length):
+def token_ids(tokenizer, texts, max_length):
     """Token ids of ``texts`` with ``</s>``, keeping the first ``max_length`` - 1 tokens."""
     eos = tokenizer.token_to_id("</s>")
     out = []
@@ -93,8 +90,8 @@ def load_task(key, tokenizer, glue_dir=None, superglue_dir=None, max_input_lengt
     sources = dict(glue_source=glue_source, superglue_source=superglue_source)
     examples, _ = _split_examples(key, "train", glue_dir, superglue_dir, **sources)
     pairs = [(e.inputs, t) for e in examples for t in e.targets]
-    train = list(zip(_ids(tokenizer, [p[0] for p in pairs], max_input_length),
-                     _ids(tokenizer, [p[1] for p in pairs], max_target_length)))
+    train = list(zip(token_ids(tokenizer, [p[0] for p in pairs], max_input_length),
+                     token_ids(tokenizer, [p[1] for p in pairs], max_target_length)))
     dev_sets = []
     if dev:
         examples, data = _split_examples(key, "dev", glue_dir, superglue_dir, **sources)
@@ -113,7 +110,7 @@ def _pad(arrays, length, value):
 
 
 def model_batch(inputs, targets, task_index, max_input_length, max_target_length):
-    """``(x, y)`` numpy arrays for :class:`nemot.hypergrid.model.HyperGridT5`."""
+    """``(x, y)`` numpy arrays for :class:`nemot.models.t5.ModulatedT5`."""
     encoder = _pad(inputs, max_input_length, PAD_ID)
     labels = _pad(targets, max_target_length, IGNORE)
     decoder = np.concatenate([np.full((len(targets), 1), PAD_ID, np.int32),
@@ -128,7 +125,8 @@ def model_batch(inputs, targets, task_index, max_input_length, max_target_length
 
 
 class Mixture:
-    """The tokenised tasks, their mixture for training and their scoring.
+    """The tokenised tasks and their mixture for training (their dev sets are scored by
+    :func:`nemot.evaluation.rank_classification.evaluate`).
 
     Args:
         tasks: :class:`TokenizedTask` s; their order is the task index.
@@ -154,13 +152,9 @@ class Mixture:
 
     def _task_stream(self, key, start):
         """``key``'s training sequences from its ``start``-th draw: a new seeded order per pass."""
-        task = self.tasks[self.index[key]]
-        n = len(task.train)
-        for position in itertools.count(start):
-            epoch, i = divmod(position, n)
-            if i == 0 or position == start:
-                order = np.random.default_rng([self.seed, self.index[key], epoch]).permutation(n)
-            yield task.train[order[i]]
+        train = self.tasks[self.index[key]].train
+        for i in epoch_indices(len(train), (self.seed, self.index[key]), start):
+            yield train[i]
 
     def examples(self, start_example=0):
         """``(task index, (input_ids, target_ids))`` from example ``start_example`` on, forever."""
@@ -169,7 +163,7 @@ class Mixture:
 
     def train_batches(self, start_batch, batch_size, input_context=None):
         """Per-replica ``(x, y)`` numpy batches from global batch ``start_batch`` on."""
-        per_replica, first, share = _replica_share(batch_size, input_context)
+        per_replica, first, share = replica_share(batch_size, input_context)
         stream = self.examples(start_batch * batch_size)
         while True:
             block = list(itertools.islice(stream, batch_size))[first:first + share]
@@ -183,8 +177,7 @@ class Mixture:
         """The infinite ``tf.data`` training stream (the trainer's ``DataSource.train``)."""
         import tensorflow as tf
 
-        per_replica = batch_size if input_context is None else \
-            input_context.get_per_replica_batch_size(batch_size)
+        per_replica = replica_share(batch_size, input_context)[0]
 
         def spec(width):
             return tf.TensorSpec([per_replica, width], tf.int32)
@@ -194,122 +187,16 @@ class Mixture:
                   "decoder_token_ids": spec(self.max_target_length),
                   "decoder_padding_mask": spec(self.max_target_length),
                   "task_index": tf.TensorSpec([per_replica], tf.int32)}
-        ds = tf.data.Dataset.from_generator(
+        return generator_dataset(  # rows are split per global batch in train_batches
             lambda: self.train_batches(start_batch, batch_size, input_context),
-            output_signature=(x_spec, spec(self.max_target_length)))
-        if input_context is not None:  # rows are split above, per global batch
-            options = tf.data.Options()
-            options.experimental_distribute.auto_shard_policy = \
-                tf.data.experimental.AutoShardPolicy.OFF
-            ds = ds.with_options(options)
-        return ds.prefetch(tf.data.AUTOTUNE)
-
-    # ------------------------------------------------------------------ scoring
-
-    def _rows(self, key, examples):
-        """Flattened (example, candidate) rows: inputs, candidate ids, task index, example id."""
-        inputs = _ids(self.tokenizer, [e.inputs for e in examples], self.max_input_length)
-        candidates = sorted({c for e in examples for c in e.candidates})
-        ids = dict(zip(candidates, _ids(self.tokenizer, candidates, self.max_target_length)))
-        for e in examples:
-            if len({tuple(ids[c]) for c in e.candidates}) < len(e.candidates):
-                raise ValueError(f"{key}: candidate targets {list(e.candidates)} are not all "
-                                 f"different once cut to max_target_length="
-                                 f"{self.max_target_length} tokens; raise it")
-        return [(inputs[i], ids[c], i) for i, e in enumerate(examples) for c in e.candidates]
-
-    def candidate_probabilities(self, scorer, key, examples, batch_size):
-        """Per example, the softmax over its candidates of the candidates' log-likelihoods."""
-        rows = self._rows(key, examples)
-        scores = []
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start:start + batch_size]
-            x, y = model_batch([r[0] for r in chunk], [r[1] for r in chunk],
-                               [self.index[key]] * len(chunk), self.max_input_length,
-                               self.max_target_length)
-            scores.append(np.asarray(scorer(x, y), np.float64))
-        scores = np.concatenate(scores)
-        out, k = [], 0
-        for e in examples:
-            s = scores[k:k + len(e.candidates)]
-            k += len(e.candidates)
-            p = np.exp(s - s.max())
-            out.append(p / p.sum())
-        return out
-
-    def evaluate(self, model, batch_size=64):
-        """Every dev set's metrics, the GLUE and SuperGLUE averages and their mean (×100).
-
-        Returns ``{"avg", "glue", "superglue"}`` (when the mixture has tasks of both
-        benchmarks; otherwise the one it has) plus ``"<benchmark>/<set>"`` task scores.
-        """
-        return self.score(log_likelihood_fn(model), batch_size)
-
-    def score(self, scorer, batch_size=64):
-        """:meth:`evaluate` with ``scorer(x, y) -> [B]`` log-likelihoods of the rows' targets."""
-        glue_scores, superglue_scores = {}, {}
-        for task in self.tasks:
-            for dev in task.dev:
-                probabilities = self.candidate_probabilities(scorer, task.key, dev.examples,
-                                                             batch_size)
-                if task.key in GLUE_TASKS:
-                    glue_scores[dev.name] = _glue_metrics(dev, probabilities)
-                else:
-                    p = text_to_text.row_probabilities(dev.name, dev.examples, probabilities,
-                                                       len(dev.data.rows))
-                    superglue_scores[dev.name] = benchmarks.score_superglue(dev.name,
-                                                                            dev.data.rows, p)
-        out = {}
-        if glue_scores:
-            out["glue"] = benchmarks.glue_average(glue_scores)
-        if superglue_scores:
-            out["superglue"] = benchmarks.superglue_average(superglue_scores)
-        out["avg"] = float(np.mean(list(out.values())))
-        for prefix, scores in (("glue", glue_scores), ("superglue", superglue_scores)):
-            for name, values in scores.items():
-                out[f"{prefix}/{name}"] = 100 * float(np.mean(list(values.values())))
-        return out
-
-
-def _glue_metrics(dev, probabilities):
-    predicted = [int(np.argmax(p)) for p in probabilities]
-    if dev.name == "STS-B":
-        predicted = [float(e.candidates[k]) for e, k in zip(dev.examples, predicted)]
-    return benchmarks.score_glue(dev.name, predicted, [e.label for e in dev.examples])
-
-
-def log_likelihood_fn(model):
-    """``fn(x, y) -> [B]``: the summed log-probability of each row's target under ``model``
-    (a compiled Keras predict step: no per-batch Python tracing)."""
-    import keras
-    from keras import ops
-
-    class LogLikelihood(keras.Model):
-        def __init__(self, scored):
-            super().__init__()
-            self.scored = scored
-
-        def call(self, inputs):
-            labels = inputs["labels"]
-            log_probs = ops.log_softmax(ops.cast(self.scored(inputs["x"], training=False),
-                                                 "float32"), axis=-1)
-            picked = ops.take_along_axis(log_probs, ops.maximum(labels, 0)[..., None],
-                                         axis=-1)[..., 0]
-            return ops.sum(ops.where(labels >= 0, picked, 0.0), axis=-1)
-
-    scorer = LogLikelihood(model)
-    scorer.run_eagerly = model.run_eagerly  # as the model was compiled (tiny runs: no tracing)
-    return lambda x, y: scorer.predict_on_batch({"x": x, "labels": y})
+            (x_spec, spec(self.max_target_length)), input_context)
 
 
 def load_mixture(tokenizer, glue_dir=None, superglue_dir=None, tasks=TASKS, max_input_length=512,
                  max_target_length=32, cap=None, seed=0, dev=True, glue_source="files",
                  superglue_source="files"):
-    """:class:`Mixture` of ``tasks`` (default: the paper's 16: GLUE without WNLI, SuperGLUE)."""
+    """:class:`Mixture` of ``tasks`` (default: GLUE without WNLI and SuperGLUE, the 16 tasks
+    the HyperGrid paper co-trains)."""
     loaded = [load_task(key, tokenizer, glue_dir, superglue_dir, max_input_length,
                         max_target_length, dev, glue_source, superglue_source) for key in tasks]
     return Mixture(loaded, tokenizer, max_input_length, max_target_length, cap, seed)
-
-
-__all__ = ["GLUE_TASKS", "SUPERGLUE_TASKS", "TASKS", "Mixture", "load_mixture", "load_task",
-           "model_batch", "log_likelihood_fn"]
