@@ -1,10 +1,15 @@
 """Synthetic QA tasks in the unified format: proof that training learns (tests, demo).
 
-Two seeded tasks over a small vocabulary of one-token English words:
+Three seeded tasks over a small vocabulary of short English words:
 
 - :func:`choice_examples` (multiple choice, ``mqa``): the passage is one word;
   the answer is the option that occurs in the passage
-  (``<p1> cat <q> which? (1) moon (2) cat <sep>`` → ``(2)``).
+  (``<p1> cat <q> which? (1) moon (2) cat <sep>`` → ``(2)``). The answer position must
+  match the passage against each option and read the label before the match: a small
+  model sits at chance for a few hundred steps before it finds that two-step circuit.
+- :func:`category_examples` (multiple choice, ``mqa``): the passage is one word; the
+  answer says whether it names an animal (``<p1> dog <q> an animal? (1) yes (2) no <sep>``
+  → ``(1)``): one look at the passage, learnt in about a hundred steps.
 - :func:`span_examples` (generation, ``gqa``): the question names a position;
   the answer copies the passage word there
   (``<p1> cat dog red <q> second <sep>`` → ``dog </s>``).
@@ -19,6 +24,7 @@ import numpy as np
 
 from nemot.data.format import QAExample
 
+ANIMALS = ("cat", "dog", "fish", "bird")
 WORDS = ("cat", "dog", "red", "blue", "sun", "moon", "tree", "fish", "bird", "car", "book",
          "king", "queen", "apple", "river", "stone")
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
@@ -36,6 +42,25 @@ def choice_examples(count, seed, num_options=2, dataset="synthetic_choice"):
             id=f"{dataset}-{seed}-{i}", passage=options[label],
             question="which?", options=options,
             answers=(options[label],), label=label, task="mqa", dataset=dataset))
+    return examples
+
+
+def category_examples(count, seed, dataset="synthetic_category"):
+    """``count`` multiple-choice examples: does the passage word name an animal (yes/no)?
+    A quarter of :data:`WORDS` are :data:`ANIMALS`; the words are drawn so that each
+    answer is as frequent as the other."""
+    rng = np.random.default_rng(seed)
+    animals = list(ANIMALS)
+    others = [w for w in WORDS if w not in ANIMALS]
+    examples = []
+    for i in range(count):
+        label = int(rng.integers(2))
+        pool = animals if label == 0 else others
+        word = pool[int(rng.integers(len(pool)))]
+        examples.append(QAExample(
+            id=f"{dataset}-{seed}-{i}", passage=word, question="an animal?",
+            options=("yes", "no"), answers=(("yes", "no")[label],), label=label, task="mqa",
+            dataset=dataset))
     return examples
 
 

@@ -2,7 +2,9 @@
 public path (``compile`` with ``NeMoTLoss``, ``fit`` on an ``examples_dataset``),
 then greedy decoding (``nemot.evaluation.decoding``) scores held-out examples
 (multiple choice here, span generation in test_learning_span.py: the two run on
-different pytest-xdist workers).
+different pytest-xdist workers). The multiple-choice proof uses the category task (is
+the passage word an animal?): it is learnt in ~100 steps, where the option-matching task
+sits at chance for ~400 (``nemot.training.synthetic``).
 
 Sizes: the tiny preset without the vanilla head (its Dense(50313) costs as much
 as the main head), short texts, batch 32; dropout 0 converges in fewer steps; XLA
@@ -24,7 +26,7 @@ def fit(train, n, steps, rate):
     model = nemot.build_model(config)
     model.compile(keras.optimizers.Adam(rate), loss=NeMoTLoss(vanilla_weight=0), jit_compile=True)
     dataset = pipelines.examples_dataset(train, batch_size=32, max_text_length=n, seed=0)
-    history = model.fit(dataset, epochs=steps // 100, steps_per_epoch=100, verbose=0)
+    history = model.fit(dataset, epochs=steps // 50, steps_per_epoch=50, verbose=0)
     return model, history.history
 
 
@@ -36,14 +38,14 @@ def tok():
 def test_multiple_choice_reaches_90_percent(tok):
     n = 12
     fmt = Formatter(tok, max_text_length=n)
-    train = fmt.format_batch(synthetic.choice_examples(2000, seed=1))
-    val = fmt.format_batch(synthetic.choice_examples(100, seed=2))
+    train = fmt.format_batch(synthetic.category_examples(2000, seed=1))
+    val = fmt.format_batch(synthetic.category_examples(100, seed=2))
     assert max(len(ex.token_ids) for ex in train) <= 3 + n
-    model, history = fit(train, n, steps=500, rate=1e-3)
+    model, history = fit(train, n, steps=150, rate=3e-3)
     accuracy = trainer.score_examples(model, val, "accuracy", label_mode=True, tokenizer=tok,
                                       jit_compile=False)
     assert accuracy >= 0.9, (accuracy, history["task_loss"])
-    # ln 2 = 0.69 is chance between two options; the last 100 steps average well below it.
+    # ln 2 = 0.69 is chance between two options; the last 50 steps average well below it.
     assert history["task_loss"][-1] < 0.45 < history["task_loss"][0]
 
 
@@ -52,6 +54,12 @@ def test_synthetic_examples_are_seeded_and_answerable():
     assert first == again and first != synthetic.choice_examples(50, seed=5)
     for ex in first:
         assert ex.options[ex.label] == ex.passage and ex.passage not in ex.options[:ex.label]
+    categories = synthetic.category_examples(200, seed=4)
+    assert categories == synthetic.category_examples(200, seed=4)
+    for ex in categories:
+        assert ex.options == ("yes", "no") and ex.label == (ex.passage not in synthetic.ANIMALS)
+    # balanced: chance is one half
+    assert 80 < sum(ex.label for ex in categories) < 120
     for ex in synthetic.span_examples(50, seed=4):
         words = ex.passage.split()
         assert ex.answers == (words[synthetic.ORDINALS.index(ex.question)],)
