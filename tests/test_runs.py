@@ -210,6 +210,34 @@ def test_the_figure_shows_every_metric_and_score_against_cost(tmp_path):
     assert two.shape[1] > 2.5 * one.shape[1]
 
 
+def test_the_report_draws_each_variants_distribution_over_seeds(tmp_path):
+    from matplotlib.image import imread
+
+    from nemot.experiments import report
+
+    out = runs.run_config(tiny_config(tmp_path, variants=("modulated", "plain", "other")),
+                          log=lambda line: None)
+    text = runs.write_report(out)
+    # no DISTRIBUTION_METRIC in this recipe: the first metric reported, one panel a variant
+    assert "![accuracy over seeds, per variant](distributions.png)" in text
+    three = imread(out / report.DISTRIBUTIONS)
+
+    def data(values):
+        return {"manifest": {"name": "x"},
+                "summary": {v: {"accuracy": {"values": x}, "loss": {"values": [1.0]}}
+                            for v, x in values.items()}}
+
+    # a diverged run (NaN) is left out, not an error; a variant with nothing finite is not
+    # drawn; the recipe's metric is drawn where it names one
+    path = tmp_path / "d.png"
+    assert report.plot_distributions(data({"a": [0.7, math.nan, 0.8], "b": [math.nan]}),
+                                     path, "accuracy") == "accuracy"
+    assert imread(path).shape[0] < 0.6 * three.shape[0]
+    assert report.plot_distributions(data({"a": [math.nan]}), tmp_path / "e.png") is None
+    assert not (tmp_path / "e.png").exists()
+    assert report.plot_distributions(data({"a": [0.7]}), tmp_path / "f.png", "loss") == "loss"
+
+
 def test_bad_configs_and_directories_are_named(tmp_path):
     config = tiny_config(tmp_path)
     with pytest.raises(ValueError, match="variants \\['other'\\]: expected some of"):

@@ -162,12 +162,16 @@ def json_safe(value):
 
 
 def write_report(output_dir):
-    """Write ``report.md``, ``report.json`` and the figure ``comparison.png`` into
-    ``output_dir``; returns the markdown."""
+    """Write ``report.md``, ``report.json``, the figure ``comparison.png`` and the
+    histograms ``distributions.png`` into ``output_dir``; returns the markdown."""
     text, data = report(output_dir)
     module = experiment_module(data["manifest"]["reproduction"], source=str(output_dir))
     plot_report(data, Path(output_dir, FIGURE), getattr(module, "BASELINE", None))
     text += f"\n![every metric's mean and 95% CI]({FIGURE})\n"
+    metric = plot_distributions(data, Path(output_dir, DISTRIBUTIONS),
+                                getattr(module, "DISTRIBUTION_METRIC", None))
+    if metric:
+        text += f"\n![{metric} over seeds, per variant]({DISTRIBUTIONS})\n"
     Path(output_dir, "report.md").write_text(text + "\n")
     Path(output_dir, "report.json").write_text(
         json.dumps(json_safe(data), indent=2, default=str, allow_nan=False) + "\n")
@@ -210,6 +214,28 @@ def plot_report(data, path, baseline=None):
     figure.suptitle(f"{name}: mean and 95% CI over seeds")
     figure.savefig(path, dpi=120)
     return path
+
+
+DISTRIBUTIONS = "distributions.png"
+
+
+def plot_distributions(data, path, metric=None):
+    """Histograms of one metric's values over seeds, one per variant on shared bins (the
+    form of seed 003's Table 8; :func:`nemot.evaluation.plots.plot_distributions`):
+    ``metric`` (a recipe's ``DISTRIBUTION_METRIC``) or the first one reported. Non-finite
+    values (a diverged run) are left out; returns the metric drawn, or None when no
+    variant has a finite value of it."""
+    from nemot.evaluation.plots import plot_distributions as histograms
+
+    summary = data["summary"]
+    metrics = list(dict.fromkeys(m for v in summary for m in summary[v]))
+    metric = metric if metric in metrics else next(iter(metrics), None)
+    values = {v: [x for x in summary[v][metric]["values"] if math.isfinite(x)]
+              for v in summary if metric in summary[v]} if metric else {}
+    if not any(values.values()):
+        return None
+    histograms(values, path, metric, title=f"{data['manifest']['name']}: {metric} over seeds")
+    return metric
 
 
 def _interval(entry):
