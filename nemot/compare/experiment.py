@@ -31,10 +31,11 @@ files).
 ``run_one`` returns ``sst_accuracy``, ``quora_accuracy``, ``sts_pearson``, ``score``
 (seed 002's average, :func:`nemot.evaluation.benchmark_metrics.minbert_score`),
 ``added_parameters`` (the variant's parameters minus a ``none`` model's of the same sizes)
-and ``step_time_ratio``: in the same process, after training, the variant and a fresh
-``none`` model each run ``timing_steps`` training steps on the same batches, alternating
-for ``timing_rounds`` rounds; the ratio is the median over rounds of (variant time /
-``none`` time), so both see the same machine load.
+and ``step_time_ratio``: in the same process, after training, the variant and a ``none``
+model (one per process: :func:`timing_baseline`) each run ``timing_steps`` training steps
+on the same batches, alternating for ``timing_rounds`` rounds; the ratio is the median
+over rounds of (variant time / ``none`` time), so both see the same machine load. The
+runs of one process also share the read and encoded data (:func:`prepare`).
 
 Example:
     >>> experiment = load("configs/compare/minbert.toml",

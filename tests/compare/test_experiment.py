@@ -42,7 +42,20 @@ def strict_json(path):
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
-def test_the_whole_comparison_at_tiny_size(tmp_path):
+@pytest.fixture
+def without_graph_rewrites():
+    """TensorFlow's graph optimiser (Grappler) off while the test runs: it rewrites each
+    traced step for speed, which takes longer than the two steps it would speed up here
+    (a third of the test's time); the computation is the same."""
+    import tensorflow as tf
+
+    before = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    yield
+    tf.config.optimizer.set_experimental_options(before)
+
+
+def test_the_whole_comparison_at_tiny_size(tmp_path, without_graph_rewrites):
     data_dir = write_minbert_layout(tmp_path / "minbert")
     out = runs.run_config(MINBERT, overrides=tiny(data_dir, tmp_path / "out"),
                           log=lambda line: None)
