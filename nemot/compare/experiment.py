@@ -31,10 +31,11 @@ files).
 ``run_one`` returns ``sst_accuracy``, ``quora_accuracy``, ``sts_pearson``, ``score``
 (seed 002's average, :func:`nemot.evaluation.benchmark_metrics.minbert_score`),
 ``added_parameters`` (the variant's parameters minus a ``none`` model's of the same sizes)
-and ``step_time_ratio``: in the same process, after training, the variant and a fresh
-``none`` model each run ``timing_steps`` training steps on the same batches, alternating
-for ``timing_rounds`` rounds; the ratio is the median over rounds of (variant time /
-``none`` time), so both see the same machine load.
+and ``step_time_ratio``: in the same process, after training, the variant and a ``none``
+model (one per process: :func:`timing_baseline`) each run ``timing_steps`` training steps
+on the same batches, alternating for ``timing_rounds`` rounds; the ratio is the median
+over rounds of (variant time / ``none`` time), so both see the same machine load. The
+runs of one process also share the read and encoded data (:func:`prepare`).
 
 Example:
     >>> experiment = load("configs/compare/minbert.toml",
@@ -45,6 +46,7 @@ Example:
 
 import collections
 import dataclasses
+import functools
 import json
 import time
 from pathlib import Path
@@ -54,7 +56,7 @@ import numpy as np
 from nemot.experiments import config, protocol
 from nemot.compare import pool
 from nemot.compare.timing import step_time_ratio
-from nemot.compare.model import (HEADS, CompareModel, Settings, mechanism_of, predict_task,
+from nemot.compare.model import (HEADS, CompareModel, Settings, mechanism_of, predict_tasks,
                                  variant_tables)
 from nemot.data import minbert
 from nemot.evaluation.benchmark_metrics import accuracy, minbert_score, pearson
@@ -261,6 +263,39 @@ def read_splits(data):
     return train, test
 
 
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """The data of every run with the same :class:`DataSettings`: the rows, the
+    :class:`Encoder` and the encoded ids (``{task: int32 [N, sequence_length]}``)."""
+
+    train_rows: dict
+    test_rows: dict
+    encoder: "Encoder"
+    train_ids: dict
+    test_ids: dict
+
+
+def prepare(data):
+    """The :class:`Prepared` data of ``data``, read, tokenised and encoded once per process
+    while the files are unchanged (the runs of ``nemot runs --jobs 1`` share it)."""
+    stamps = []
+    for task in data.tasks:
+        layout = minbert.layout_of(task)
+        for split in ("dev",) if task in data.split else ("train", "dev"):
+            stat = minbert.split_file(layout, data.dir, split, task).stat()
+            stamps.append((task, split, stat.st_mtime_ns, stat.st_size))
+    return _prepare(data, tuple(stamps))
+
+
+@functools.lru_cache(maxsize=1)
+def _prepare(data, stamps):
+    train_rows, test_rows = read_splits(data)
+    encoder = Encoder(train_rows.values(), data.sequence_length, data.vocabulary)
+    return Prepared(train_rows, test_rows, encoder,
+                    {t: encoder.encode(rows) for t, rows in train_rows.items()},
+                    {t: encoder.encode(rows) for t, rows in test_rows.items()})
+
+
 class Encoder:
     """Texts -> fixed-length ids ``[CLS] a [SEP] (b [SEP])``, right-padded.
 
@@ -380,8 +415,6 @@ def compile_model(model, train):
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` with ``seed`` into ``run_dir``, score it on the held-out files and
     time it against ``none``; returns the metrics (module docstring)."""
-    import keras
-
     if isinstance(experiment, pool.Experiment):
         return pool.run_one(experiment, variant, seed, run_dir)
 
@@ -389,9 +422,9 @@ def run_one(experiment, variant, seed, run_dir):
 
     data, train = experiment.data, experiment.train
     started = time.time()
-    train_rows, test_rows = read_splits(data)
-    encoder = Encoder(train_rows.values(), data.sequence_length, data.vocabulary)
-    ids = {t: encoder.encode(rows) for t, rows in train_rows.items()}
+    prepared = prepare(data)
+    train_rows, test_rows, encoder = prepared.train_rows, prepared.test_rows, prepared.encoder
+    ids = prepared.train_ids
     labels = {t: rows.labels for t, rows in train_rows.items()}
     sampler = TaskSampler({t: len(rows) for t, rows in train_rows.items()},
                           mode=train.sampling, epochs=train.epochs,
@@ -402,7 +435,7 @@ def run_one(experiment, variant, seed, run_dir):
                 "model": dict(experiment.model),
                 "options": _plain(model_settings.options), "data": _plain(dataclasses.asdict(data)),
                 "train": _plain(dataclasses.asdict(train))}
-    prepared = time.time()
+    data_ready = time.time()
     result = loop.run(
         lambda: _built(model_settings), train_source(ids, labels, sampler, train, seed),
         loop.TrainConfig(batch_size=train.batch_size, epochs=train.epochs,
@@ -413,18 +446,17 @@ def run_one(experiment, variant, seed, run_dir):
     trained = time.time()
     model = result.model
     metrics = {}
+    predicted = predict_tasks(model, prepared.test_ids)
     for task, rows in test_rows.items():
-        predicted = predict_task(model, encoder.encode(rows), task)
         score = pearson if HEADS[task][0] == "regression" else accuracy
-        metrics[METRICS[task]] = score(predicted, rows.labels)
+        metrics[METRICS[task]] = score(predicted[task], rows.labels)
     if {"sst", "quora", "sts"} <= set(data.tasks):
         metrics["score"] = minbert_score(metrics["sst_accuracy"], metrics["quora_accuracy"],
                                          metrics["sts_pearson"])
     scored = time.time()
 
-    keras.utils.set_random_seed(seed)
-    baseline = _built(settings(experiment, variant, encoder.vocab_size, mechanism="none"))
-    compile_model(baseline, train)
+    baseline = timing_baseline(settings(experiment, variant, encoder.vocab_size,
+                                        mechanism="none"), train, seed)
     stream = batches(ids, labels, sampler, train.batch_size, seed)
     timing = [next(stream) for _ in range(train.timing_steps)]
     ratio, seconds = step_time_ratio(
@@ -439,10 +471,34 @@ def run_one(experiment, variant, seed, run_dir):
                          "train_file": train_rows[t].path, "test_file": test_rows[t].path}
                      for t in data.tasks},
         "timing_seconds": {"variant_none_per_round": seconds},
-        "wall_seconds": {"data": prepared - started, "train": trained - prepared,
+        "wall_seconds": {"data": data_ready - started, "train": trained - data_ready,
                          "score": scored - trained, "timing": time.time() - scored}}
     Path(run_dir, "details.json").write_text(json.dumps(details, indent=2) + "\n")
     return metrics
+
+
+def timing_baseline(none_settings, train, seed):
+    """The compiled ``none`` model (of ``none_settings``) that every run of the process is
+    timed against while the sizes and ``train`` stay the same: its weights do not change
+    a step's time, and its step is traced once per process, not once per run. Built with
+    the first run's ``seed``. Its optimizer is built before its first step, so Keras
+    traces that step once, not twice (a first trace that creates variables is traced
+    again)."""
+    import keras
+
+    key = (json.dumps(none_settings.to_dict(), sort_keys=True), train)
+    if key not in _BASELINE:
+        _BASELINE.clear()
+        keras.utils.set_random_seed(seed)
+        baseline = _built(none_settings)
+        compile_model(baseline, train)
+        baseline.optimizer.build(baseline.trainable_variables)
+        _BASELINE[key] = baseline
+    return _BASELINE[key]
+
+
+# The timing baseline of this process: {(none settings, train settings): model}.
+_BASELINE = {}
 
 
 def _built(model_settings):

@@ -324,23 +324,33 @@ class CompareModel(keras.Model):
         return {"settings": self.settings.to_dict(), "name": self.name}
 
 
-def predict_task(model, token_ids, task, batch_size=256):
-    """``task``'s predictions for ``token_ids`` [N, L] (numpy): class indices, 0/1
-    (logit > 0), or regression values. Eager calls in batches: no graph to trace for a
-    few thousand examples."""
-    index = model.settings.tasks.index(task)
-    outputs = np.concatenate([
-        np.asarray(model.task_outputs(model(
-            {"token_ids": token_ids[start:start + batch_size],
-             "task_index": np.full((len(token_ids[start:start + batch_size]),), index,
-                                   "int32")}, training=False))[task])
-        for start in range(0, len(token_ids), batch_size)])
-    head = HEADS[task][0]
-    if head == "classes":
-        return np.argmax(outputs, axis=-1)
-    if head == "binary":
-        return (outputs[:, 0] > 0).astype("int64")
-    return np.asarray(outputs[:, 0], "float64")
+def predict_tasks(model, token_ids, batch_size=256):
+    """``{task: predictions}`` for ``{task: token_ids [N, L]}`` (numpy): class indices, 0/1
+    (logit > 0), or regression values. Every task's examples go together, in mixed
+    batches (each example reads its own task): one eager call when they fit in one batch,
+    else one compiled ``predict`` (one trace per model, where eager calls cost seconds a
+    batch on a busy CPU)."""
+    tasks = list(token_ids)
+    inputs = {"token_ids": np.concatenate([token_ids[t] for t in tasks]),
+              "task_index": np.concatenate([
+                  np.full((len(token_ids[t]),), model.settings.tasks.index(t), "int32")
+                  for t in tasks])}
+    if len(inputs["token_ids"]) <= batch_size:
+        outputs = np.asarray(model(inputs, training=False))
+    else:
+        outputs = model.predict(inputs, batch_size=batch_size, verbose=0)
+    ends = np.cumsum([len(token_ids[t]) for t in tasks])
+    out = {}
+    for task, rows in zip(tasks, np.split(outputs, ends[:-1])):
+        column = model.task_outputs(rows)[task]
+        head = HEADS[task][0]
+        if head == "classes":
+            out[task] = np.argmax(column, axis=-1)
+        elif head == "binary":
+            out[task] = (column[:, 0] > 0).astype("int64")
+        else:
+            out[task] = np.asarray(column[:, 0], "float64")
+    return out
 
 
 @keras.saving.register_keras_serializable(package="nemot.compare")

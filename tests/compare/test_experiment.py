@@ -3,9 +3,11 @@
 and encoding, its config errors, and every variant of the thesis-pool config built at tiny
 size."""
 
+import dataclasses
 import json
 import math
 
+import keras
 import numpy as np
 import pytest
 
@@ -40,7 +42,20 @@ def strict_json(path):
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
-def test_the_whole_comparison_at_tiny_size(tmp_path):
+@pytest.fixture
+def without_graph_rewrites():
+    """TensorFlow's graph optimiser (Grappler) off while the test runs: it rewrites each
+    traced step for speed, which takes longer than the two steps it would speed up here
+    (a third of the test's time); the computation is the same."""
+    import tensorflow as tf
+
+    before = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    yield
+    tf.config.optimizer.set_experimental_options(before)
+
+
+def test_the_whole_comparison_at_tiny_size(tmp_path, without_graph_rewrites):
     data_dir = write_minbert_layout(tmp_path / "minbert")
     out = runs.run_config(MINBERT, overrides=tiny(data_dir, tmp_path / "out"),
                           log=lambda line: None)
@@ -94,6 +109,45 @@ def test_splits_and_the_encoding(tmp_path):
     assert compare.UNK in ids and len(ids) == 8
     long = encoder.pack(list(range(10, 20)), [30, 31])
     assert long == [compare.CLS, 10, 11, 12, compare.SEP, 30, 31, compare.SEP]
+
+
+def test_the_data_are_prepared_once_per_process_while_the_files_are_unchanged(tmp_path):
+    data_dir = write_minbert_layout(tmp_path / "minbert", count=20)
+    data = compare.load(MINBERT, [f"data.dir={json.dumps(str(data_dir))}"]).data
+    prepared = compare.prepare(data)
+    assert compare.prepare(data) is prepared
+    train, test = compare.read_splits(data)
+    fresh = compare.Encoder(train.values(), data.sequence_length)
+    for task in data.tasks:
+        assert np.array_equal(prepared.train_ids[task], fresh.encode(train[task]))
+        assert np.array_equal(prepared.test_ids[task], fresh.encode(test[task]))
+    # a rewritten file is read again
+    write_minbert_layout(data_dir, count=30, seed=1)
+    again = compare.prepare(data)
+    assert again is not prepared and len(again.train_rows["sst"]) == 30
+    other = dataclasses.replace(data, sequence_length=10)
+    assert compare.prepare(other).train_ids["sst"].shape == (30, 10)
+
+
+def test_every_run_of_a_process_is_timed_against_one_none_model_traced_once():
+    experiment = compare.load(MINBERT, ["model.d_model=16", "model.d_ff=32",
+                                        "model.num_heads=2", "model.num_layers=2",
+                                        "variants.ngt_block.position=1",
+                                        "data.sequence_length=8", "train.batch_size=2"])
+    none = compare.settings(experiment, "pals", vocab_size=20, mechanism="none")
+    baseline = compare.timing_baseline(none, experiment.train, seed=0)
+    keras.backend.clear_session()  # as between the runs of `nemot runs`
+    assert compare.timing_baseline(none, experiment.train, seed=1) is baseline
+    traces = []
+    step = baseline.train_step
+    baseline.train_step = lambda data: traces.append(1) or step(data)
+    inputs = {"token_ids": np.ones((4, 8), "int32"), "task_index": np.arange(4) % 3}
+    targets = np.stack([inputs["task_index"], np.zeros(4)], axis=1).astype("float32")
+    for _ in range(2):
+        baseline.fit(inputs, targets, batch_size=2, epochs=1, verbose=0)
+    assert len(traces) == 1
+    wider = compare.settings(experiment, "pals", vocab_size=21, mechanism="none")
+    assert compare.timing_baseline(wider, experiment.train, seed=0) is not baseline
 
 
 def test_config_errors_name_the_file_and_key(tmp_path):

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from nemot.compare.model import HEADS, CompareModel, Settings, predict_task
+from nemot.compare.model import HEADS, CompareModel, Settings, predict_tasks
 from nemot.models.losses import TaskHeadsLoss
 from nemot.modulation.pals import pal_parameters
 
@@ -111,12 +111,28 @@ def test_each_example_takes_its_own_tasks_loss():
         TaskHeadsLoss([("classes", 5), ("binary", 2)])
 
 
-def test_predictions_follow_each_head():
-    model = randomised("none")
-    ids = np.array([[2, 5, 3, 0, 0, 0, 0, 0]] * 4, "int32")
-    assert set(predict_task(model, ids, "sst")) <= set(range(5))
-    assert set(predict_task(model, ids, "quora")) <= {0, 1}
-    assert predict_task(model, ids, "sts").dtype == np.float64
+def test_predictions_follow_each_head_and_each_examples_task():
+    model = randomised("pals")  # PALs: each example's encoding depends on its task
+    rng = np.random.default_rng(0)
+    ids = {t: np.concatenate([np.full((n, 1), 2), rng.integers(4, 30, (n, 7))], axis=1)
+           .astype("int32") for t, n in (("sst", 5), ("quora", 4), ("sts", 3))}
+    # compiled, in mixed batches of 5 (every batch but the first holds two tasks), and
+    # eager, in one batch
+    predicted = predict_tasks(model, ids, batch_size=5)
+    assert list(predicted) == ["sst", "quora", "sts"]
+    for task, values in predict_tasks(model, ids).items():
+        np.testing.assert_allclose(values, predicted[task], rtol=1e-5, atol=1e-6)
+    for index, (task, token_ids) in enumerate(ids.items()):
+        alone = model.task_outputs(np.asarray(model(
+            {"token_ids": token_ids, "task_index": np.full((len(token_ids),), index, "int32")},
+            training=False)))[task]
+        expected = {"sst": np.argmax(alone, axis=-1), "quora": (alone[:, 0] > 0),
+                    "sts": alone[:, 0]}[task]
+        assert predicted[task].shape == (len(token_ids),)
+        np.testing.assert_allclose(predicted[task], expected, rtol=1e-5, atol=1e-6)
+    assert set(predicted["sst"]) <= set(range(5)) and set(predicted["quora"]) <= {0, 1}
+    assert predicted["sst"].dtype == predicted["quora"].dtype == np.int64
+    assert predicted["sts"].dtype == np.float64
 
 
 def test_the_model_saves_and_loads(tmp_path):
