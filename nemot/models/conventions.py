@@ -156,29 +156,16 @@ def load_tokenizer(preset_dir):
 
 
 class DatasetFitMixin:
-    """``fit`` with ``shuffle`` defaulting to False for datasets and generators, and the
-    optimizer built before the train step is traced.
+    """``fit`` with ``shuffle`` defaulting to False for datasets and generators.
 
     Keras shuffles only in-memory arrays; given a ``tf.data.Dataset`` (what
     ``nemot.data.pipelines`` returns, already in its seeded order), a ``PyDataset`` or
     a generator with its default ``shuffle=True``, it warns that the flag is ignored.
-
-    Without a distribution strategy, Keras's TensorFlow trainer leaves building the
-    optimizer to the first trace of the train step; ``tf.function`` then traces the step
-    twice (once creating the optimizer's slots, once more without), and the trace is most
-    of a small model's start-up. The training loop's checkpoint builds the optimizer
-    already (:class:`nemot.training.checkpoints.TrainingCheckpoint`); this does it for
-    ``fit`` called directly.
     """
 
     def fit(self, x=None, y=None, *args, **kwargs):
         if "shuffle" not in kwargs and len(args) < 7 and _is_stream(x):
             kwargs["shuffle"] = False
-        optimizer = getattr(self, "optimizer", None)
-        if (keras.backend.backend() == "tensorflow" and optimizer is not None
-                and self.built and not optimizer.built):
-            with self.distribute_strategy.scope():
-                optimizer.build(self.trainable_variables)
         return super().fit(x, y, *args, **kwargs)
 
 

@@ -109,8 +109,8 @@ def test_fit_on_a_dataset_warns_about_nothing_and_builds_the_optimizer_first():
         warnings.simplefilter("always")
         model.fit(dataset, epochs=1, verbose=0)
     assert not [w for w in caught if "shuffle" in str(w.message)]
-    # The optimizer is built before the train step is traced: a step that creates the
-    # optimizer's slots is traced twice (the second trace is most of a small model's start).
+    # The optimizer is built before the train step is traced (by compile): a step that
+    # creates the optimizer's slots is traced twice.
     assert traced == [] and model.optimizer.built
     # Asked for explicitly, Keras's own answer stands.
     with pytest.warns(UserWarning, match="shuffle=True` was passed, but will be ignored"):
