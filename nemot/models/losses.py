@@ -151,6 +151,12 @@ class CombinedLossMixin:
         self.nemot_loss = loss
         self._on_compile_loss(loss)
         super().compile(optimizer=optimizer, **kwargs)
+        if self.built and not self.optimizer.built:
+            # Slots made now, not in the first train step: a tf.function that creates
+            # variables is traced twice, and NeMoT's train step takes ~20 s to trace on
+            # a CPU. The trainable set is fixed here (freeze layers before compiling),
+            # as Keras fixes it when compiling under a distribution strategy.
+            self.optimizer.build(self.trainable_variables)
 
     def _on_compile_loss(self, loss):
         """Hook for models whose layers depend on the active terms."""
@@ -178,9 +184,7 @@ class CombinedLossMixin:
         loss = config.pop("nemot_loss", None)
         config.pop("loss", None)
         config = serialization_lib.deserialize_keras_object(config)
-        self.compile(loss=NeMoTLoss(**loss) if loss else None, **config)
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+        self.compile(loss=NeMoTLoss(**loss) if loss else None, **config)  # builds the optimizer
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.nemot_loss is None:

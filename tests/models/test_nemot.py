@@ -284,3 +284,23 @@ def test_pretraining_freezes_the_unused_vanilla_head_and_logs_only_active_terms(
     assert set(history) == {"loss", "task_loss"}
     model.compile(keras.optimizers.Adam(1e-3))  # the thesis loss: the head trains again
     assert model.vanilla_head.trainable
+
+
+@pytest.mark.parametrize("build", [nemot.build_model, nemot.build_baseline])
+def test_compile_builds_the_optimizer_so_fit_traces_the_train_step_once(build):
+    """Adam's slots are made by compile: a first train step that made them would be
+    traced twice (a tf.function creating variables is), ~20 s more per run on a CPU."""
+    keras.utils.set_random_seed(0)
+    model = build(TINY.replace(num_vanilla_layers=1, num_nm_layers=1))
+    model.compile(keras.optimizers.Adam(1e-3))  # the model's own loss
+    assert model.optimizer.built
+    traces = []
+    train_step = model.train_step
+    model.train_step = lambda data: traces.append(1) or train_step(data)
+    ids = batch([[5, 6, 7, 8], [9, 10]])
+    targets = np.where(ids[:, 4:] == PAD, -1, ids[:, 4:])
+    targets = np.pad(targets, ((0, 0), (0, 1)), constant_values=-1).astype("int32")
+    history = model.fit({"token_ids": ids}, {"task_targets": targets, "lm_targets": targets},
+                        batch_size=1, epochs=2, verbose=0).history
+    assert len(traces) == 1
+    assert history["loss"][1] < history["loss"][0]
