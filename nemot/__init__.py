@@ -31,10 +31,11 @@ _LAZY = {
     "perplexity": ("nemot.evaluation.perplexity", "perplexity"),
     "metrics": ("nemot.evaluation.metrics", None),
     "schedules": ("nemot.schedules", None),
+    "optimizers": ("nemot.optimizers", None),
 }
 
 # Modules whose import registers Keras classes that saved models name.
-SERIALIZABLE_MODULES = ("nemot.models", "nemot.schedules", "nemot.ngt.model")
+SERIALIZABLE_MODULES = ("nemot.models", "nemot.schedules", "nemot.optimizers", "nemot.ngt.model")
 
 __getattr__, __dir__, _lazy_names = lazy_exports(__name__, _LAZY)
 __all__ = ["NeMoTConfig", "load_model", *_lazy_names]

@@ -29,6 +29,7 @@ import os
 import keras
 import numpy as np
 
+from nemot import optimizers
 from nemot.data import pipelines, sources
 from nemot.data.pos_tags import pos_tagger_for
 from nemot.data.sampling import TaskSampler
@@ -43,7 +44,9 @@ from nemot.training.run_config import (RESUMABLE, ResumeConflict, RunConfigError
 from nemot.training.schedules import build_schedule
 
 logger = logging.getLogger(__name__)
-OPTIMIZERS = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}
+# nemot.optimizers.Adam: Keras 3 Adam as one fused TensorFlow kernel per variable (as
+# tf.keras 2, which the thesis code used, made it)
+OPTIMIZERS = {"adam": optimizers.Adam, "sgd": keras.optimizers.SGD}
 RUN_CONFIG = "run_config.toml"
 
 

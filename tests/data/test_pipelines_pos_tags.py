@@ -140,7 +140,7 @@ def test_a_highlighting_model_trains_on_a_tagged_qa_dataset(raw_dirs, tok, tagge
         num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm",),
         reading_strategies=("highlighting",))
     model = nemot.build_model(cfg)
-    model.compile(keras.optimizers.Adam(1e-2), loss=NeMoTLoss(), jit_compile=False)
+    model.compile(nemot.optimizers.Adam(1e-2), loss=NeMoTLoss(), jit_compile=False)
     ds = qa_dataset("race", "train", data_dir=raw_dirs["race"], batch_size=2, max_text_length=N,
                     task_token="lm", tokenizer=tok, pos_tagger=pos_tagger_for(cfg, tagger.tagger,
                                                                               tok))

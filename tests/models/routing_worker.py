@@ -22,17 +22,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 BLOCKS = ("lm", "mqa", "gqa")
 
 
-def tiny_model():
+def tiny_model(fused=False):
+    """``fused``: nemot's Adam (TensorFlow's fused kernel) instead of Keras'."""
     import keras
 
     import nemot
     from nemot.models.losses import NeMoTLoss
+    from nemot import optimizers
 
     keras.utils.set_random_seed(0)
     cfg = nemot.NeMoTConfig.preset("tiny").replace(
         num_vanilla_layers=1, num_nm_layers=1, output_blocks=BLOCKS, max_text_length=8)
     model = nemot.build_model(cfg)
-    model.compile(keras.optimizers.Adam(1e-2), loss=NeMoTLoss())
+    model.compile((optimizers.Adam if fused else keras.optimizers.Adam)(1e-2), loss=NeMoTLoss())
     return model
 
 
@@ -52,14 +54,14 @@ def _change(a, b):
     return float(max(np.abs(a[k] - b[k]).max() for k in a))
 
 
-def block_update_report(scope=contextlib.nullcontext(), replica_copies=None):
+def block_update_report(scope=contextlib.nullcontext(), replica_copies=None, fused=False):
     """Two steps: ``[lm, lm, mqa, mqa]`` (with two replicas, each sees one task), then
     ``[lm] * 4``. Returns each block's largest change of weights or slots per step, and
     (``replica_copies(variable)`` -> arrays) the largest difference between replicas."""
     from nemot import vocab
 
     with scope:
-        model = tiny_model()
+        model = tiny_model(fused)
     rng = np.random.default_rng(0)
     text = rng.integers(0, 1000, (4, 8)).astype("int32")
     y = {"task_targets": np.roll(text, -1, 1), "lm_targets": np.roll(text, -1, 1)}
@@ -99,7 +101,8 @@ def _tf_main(devices):
     def copies(variable):
         return [np.array(c.numpy()) for c in getattr(variable.value, "values", [variable.value])]
 
-    report = block_update_report(strategy.scope(), copies)
+    # nemot's fused Adam here (each replica updates its own copies), Keras' on one device
+    report = block_update_report(strategy.scope(), copies, fused=True)
     with strategy.scope():
         generator = keras.random.SeedGenerator(5)
 

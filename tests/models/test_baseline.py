@@ -41,7 +41,7 @@ def test_baseline_drops_the_auxiliary_tokens(baseline):
 
 
 def test_baseline_default_loss_is_l1_plus_point_two_l2(baseline):
-    baseline.compile(keras.optimizers.Adam(1e-3))
+    baseline.compile(nemot.optimizers.Adam(1e-3))
     assert baseline.nemot_loss == NeMoTLoss(task_weight=1.0, lm_weight=0.2, vanilla_weight=0)
     text = padded_text_ids()
     rng = np.random.default_rng(5)
@@ -87,7 +87,7 @@ def memorise_examples():
 def test_baseline_trains_and_decodes_greedily():
     keras.utils.set_random_seed(0)
     model = build_baseline("tiny")
-    model.compile(keras.optimizers.Adam(1e-2))
+    model.compile(nemot.optimizers.Adam(1e-2))
     texts, x, y = memorise_examples()
     history = model.fit({"token_ids": x}, y, batch_size=2, epochs=40, verbose=0).history
     assert "vanilla_loss" not in history

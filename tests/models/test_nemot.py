@@ -232,7 +232,7 @@ def test_training_step_under_jit_compile():
     cfg = TINY.replace(max_text_length=8, max_position_embeddings=8, num_vanilla_layers=1,
                        num_nm_layers=1, output_blocks=("lm", "gqa"))
     model = nemot.build_model(cfg)
-    model.compile(keras.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
+    model.compile(nemot.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
     ids = batch([[5, 6, 7, 8], [9, 10]], [LM, GQA], length=8)
     targets = np.where(ids[:, 4:] == PAD, -1, ids[:, 4:])
     targets = np.pad(targets, ((0, 0), (0, 1)), constant_values=-1).astype("int32")
@@ -271,7 +271,7 @@ def test_pretraining_freezes_the_unused_vanilla_head_and_logs_only_active_terms(
 
     keras.utils.set_random_seed(0)
     model = nemot.build_model(TINY)
-    model.compile(keras.optimizers.Adam(1e-3), loss=NeMoTLoss(lm_weight=0, vanilla_weight=0))
+    model.compile(nemot.optimizers.Adam(1e-3), loss=NeMoTLoss(lm_weight=0, vanilla_weight=0))
     assert not model.vanilla_head.trainable
     ids = batch([[5, 6, 7, 8], [9, 10]])
     targets = np.full((2, 12), vocab.IGNORE_ID, "int32")
@@ -282,7 +282,7 @@ def test_pretraining_freezes_the_unused_vanilla_head_and_logs_only_active_terms(
                             epochs=1, verbose=0).history
     assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
     assert set(history) == {"loss", "task_loss"}
-    model.compile(keras.optimizers.Adam(1e-3))  # the thesis loss: the head trains again
+    model.compile(nemot.optimizers.Adam(1e-3))  # the thesis loss: the head trains again
     assert model.vanilla_head.trainable
 
 
@@ -292,7 +292,7 @@ def test_compile_builds_the_optimizer_so_fit_traces_the_train_step_once(build):
     traced twice (a tf.function creating variables is), ~20 s more per run on a CPU."""
     keras.utils.set_random_seed(0)
     model = build(TINY.replace(num_vanilla_layers=1, num_nm_layers=1))
-    model.compile(keras.optimizers.Adam(1e-3))  # the model's own loss
+    model.compile(nemot.optimizers.Adam(1e-3))  # the model's own loss
     assert model.optimizer.built
     traces = []
     train_step = model.train_step

@@ -153,7 +153,7 @@ def test_parameter_breakdown_counts_the_strategies():
 def test_training_step_with_both_strategies_under_jit_compile():
     keras.utils.set_random_seed(5)
     model = nemot.build_model(CFG.replace(reading_strategies=BOTH))
-    model.compile(keras.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
+    model.compile(nemot.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
     x = inputs()
     text = x["token_ids"][:, 3:]
     targets = np.concatenate([text[:, 1:], np.full((2, 1), PAD)], axis=1)
