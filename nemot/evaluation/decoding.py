@@ -46,6 +46,7 @@ Example:
 """
 
 import dataclasses
+import weakref
 
 import numpy as np
 from keras import ops
@@ -54,6 +55,10 @@ from nemot import backend, vocab
 from nemot.data.format import Formatter, truncate
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 from nemot.evaluation.options import REDUCTIONS
+
+# Per model, the Generators that generate() made, by settings: a model validated every
+# epoch reuses one compiled loop instead of tracing a new one per call.
+_GENERATORS = weakref.WeakKeyDictionary()
 
 # Samplers whose ``next`` needs hidden states, which the cached call does not return.
 _UNSUPPORTED_SAMPLERS = ("ContrastiveSampler",)
@@ -311,7 +316,7 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
                              f"decoding (sampler=None) is available for it, got {sampler!r}")
         return [ids for batch in batches
                 for ids in generate_by_recomputation(model, batch, max_new_tokens)]
-    generator = Generator(model, sampler=sampler, **kwargs)
+    generator = cached_generator(model, sampler, **kwargs)
     out = []
     for batch in batches:
         # A short last batch is filled up with copies so that it reuses the compiled loop.
@@ -384,6 +389,21 @@ def next_token_logits(model, prompts, pos_tagger=None):
                      resolve_pos_tagger(model, pos_tagger))
     last = ops.convert_to_tensor((lengths - 1)[:, None, None])
     return ops.take_along_axis(ops.cast(logits, "float32"), last, axis=1)[:, 0]
+
+
+def cached_generator(model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_compile=None,
+                     pad_to_multiple_of=64):
+    """The :class:`Generator` of ``model`` with these settings, made once: its compiled
+    loop reads the model's variables when it runs, so later weights are used. A sampler
+    given as an object gets a Generator of its own (its state is the caller's)."""
+    if sampler is not None and not isinstance(sampler, str):
+        return Generator(model, sampler, stop_token_ids, jit_compile, pad_to_multiple_of)
+    key = (sampler, tuple(int(t) for t in stop_token_ids), jit_compile, int(pad_to_multiple_of))
+    generators = _GENERATORS.setdefault(model, {})
+    if key not in generators:
+        generators[key] = Generator(model, sampler, stop_token_ids, jit_compile,
+                                    pad_to_multiple_of)
+    return generators[key]
 
 
 def predict_labels(model, prompts, batch_size=8, pos_tagger=None):

@@ -206,3 +206,21 @@ def test_the_gpt2_baseline_decodes_through_the_same_cached_loop(prompts):
     baseline = build_baseline("tiny")
     expected = [greedy_by_recomputation(baseline, p, 4)[0] for p in prompts[:3]]
     assert decoding.generate(baseline, prompts[:3], max_new_tokens=4, batch_size=2) == expected
+
+
+def test_generate_reuses_one_compiled_loop_per_model_and_sees_new_weights(prompts):
+    """Each epoch's validation calls ``generate``: one Generator (one trace) per model and
+    settings, reading the weights of the moment."""
+    keras.utils.set_random_seed(3)
+    config = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=1, num_nm_layers=1)
+    model = nemot.build_model(config)
+    first = decoding.generate(model, prompts[:2], max_new_tokens=3, jit_compile=False)
+    (generator,) = decoding._GENERATORS[model].values()
+    keras.utils.set_random_seed(4)
+    model.set_weights(nemot.build_model(config).get_weights())
+    again = decoding.generate(model, prompts[:2], max_new_tokens=3, jit_compile=False)
+    assert list(decoding._GENERATORS[model].values()) == [generator]
+    assert generator._function().experimental_get_tracing_count() == 1
+    assert again == decoding.generate_by_recomputation(model, prompts[:2], 3) != first
+    decoding.generate(model, prompts[:2], max_new_tokens=3, jit_compile=False, stop_token_ids=())
+    assert len(decoding._GENERATORS[model]) == 2  # other settings, another loop
