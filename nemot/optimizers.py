@@ -3,12 +3,20 @@
 Keras 3 writes Adam's per-variable update as about forty graph operations (casts, powers,
 the moment updates, the step), so tracing a train step spends most of its time on the
 optimizer: ~5,200 of the ~12,400 operations of the tiny NeMoT's step, for 127 variables.
-TensorFlow's ``ResourceApplyAdam`` does the same update in one kernel, as the original
-thesis code's ``tf.keras`` Adam did (OptimizerV2 called it). The result is Keras' Adam
-(same formula, ``epsilon`` outside the square root, bias correction through the step
-size); the moments are Keras' own slot variables, so checkpoints, ``from_config``,
-gradient clipping, loss scaling and the block update guard (:mod:`nemot.models.routing`)
-see no difference. Other backends, and AMSGrad, run Keras' update unchanged.
+TensorFlow's ``ResourceApplyAdam`` does the same update in one kernel, as ``tf.keras``'
+Adam before TensorFlow 2.11 (OptimizerV2) did. The formula is Keras' (``epsilon``
+outside the square root, bias correction through the step size); the moments are Keras'
+own slot variables, so checkpoints, ``from_config``, gradient clipping, loss scaling and
+the block update guard (:mod:`nemot.models.routing`) see no difference. Other backends,
+and AMSGrad, run Keras' update unchanged.
+
+One difference, on purpose: an embedding's gradient comes as rows, one per occurrence
+of a token. Here they are summed into the gradient first, so the second moment squares
+the sum: Adam (Kingma & Ba) on the whole gradient, as OptimizerV2 made it by
+deduplicating the rows. Keras 3's Adam squares each row and then sums, so a token
+repeated in a batch gets a smaller second moment and a larger step. Learning can differ
+(a positional copy task of the suite is learnt faster by Keras 3's; see
+tests/training/test_learning_span.py).
 """
 
 import keras

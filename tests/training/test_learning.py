@@ -19,12 +19,12 @@ from nemot.data import Formatter, pipelines
 from nemot.training import NeMoTLoss, synthetic, trainer
 
 
-def fit(train, n, steps, rate):
+def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam):
     keras.utils.set_random_seed(0)
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
                                                       dropout=0.0, vanilla_attention_dropout=0.0)
     model = nemot.build_model(config)
-    model.compile(nemot.optimizers.Adam(rate), loss=NeMoTLoss(vanilla_weight=0), jit_compile=True)
+    model.compile(optimizer(rate), loss=NeMoTLoss(vanilla_weight=0), jit_compile=True)
     dataset = pipelines.examples_dataset(train, batch_size=32, max_text_length=n, seed=0)
     history = model.fit(dataset, epochs=steps // 50, steps_per_epoch=50, verbose=0)
     return model, history.history

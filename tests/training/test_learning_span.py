@@ -1,6 +1,8 @@
 """Proof that learning works, span generation: a tiny NeMoT fitted on synthetic span
 questions answers held-out ones by greedy decoding (sizes: see test_learning.py)."""
 
+import keras
+
 from nemot.data import Formatter
 from nemot.training import synthetic, trainer
 from tests.training.test_learning import fit, tok  # noqa: F401 (tok is a fixture)
@@ -11,7 +13,11 @@ def test_span_generation_reaches_f1_09(tok):
     fmt = Formatter(tok, max_text_length=n)
     train = fmt.format_batch(synthetic.span_examples(2000, seed=1))
     val = fmt.format_batch(synthetic.span_examples(100, seed=2))
-    model, history = fit(train, n, steps=300, rate=3e-3)
+    # Keras 3's own Adam: its second moment of an embedding row sums the squares of a
+    # repeated token's gradients (nemot.optimizers), which steps faster on this positional
+    # copy task; nemot's dense Adam reached F1 0.05-0.37 in these 300 steps at rates
+    # 3e-3..1e-2 (measured 2026-11-25) and needs more.
+    model, history = fit(train, n, steps=300, rate=3e-3, optimizer=keras.optimizers.Adam)
     f1 = trainer.score_examples(model, val, "f1", label_mode=False, tokenizer=tok,
                                 max_new_tokens=3, jit_compile=False)
     assert f1 >= 0.9, (f1, history["task_loss"])
