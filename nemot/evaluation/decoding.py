@@ -46,7 +46,6 @@ Example:
 """
 
 import dataclasses
-import weakref
 
 import numpy as np
 from keras import ops
@@ -55,10 +54,6 @@ from nemot import backend, vocab
 from nemot.data.format import Formatter, truncate
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 from nemot.evaluation.options import REDUCTIONS
-
-# Per model, the Generators that generate() made, by settings: a model validated every
-# epoch reuses one compiled loop instead of tracing a new one per call.
-_GENERATORS = weakref.WeakKeyDictionary()
 
 # Samplers whose ``next`` needs hidden states, which the cached call does not return.
 _UNSUPPORTED_SAMPLERS = ("ContrastiveSampler",)
@@ -399,7 +394,9 @@ def cached_generator(model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_co
     if sampler is not None and not isinstance(sampler, str):
         return Generator(model, sampler, stop_token_ids, jit_compile, pad_to_multiple_of)
     key = (sampler, tuple(int(t) for t in stop_token_ids), jit_compile, int(pad_to_multiple_of))
-    generators = _GENERATORS.setdefault(model, {})
+    # Kept on the model itself, outside Keras' attribute tracking, so that they go with
+    # it (a Generator refers to its model: a weak-keyed table would keep both alive).
+    generators = vars(model).setdefault("_nemot_generators", {})
     if key not in generators:
         generators[key] = Generator(model, sampler, stop_token_ids, jit_compile,
                                     pad_to_multiple_of)

@@ -215,12 +215,12 @@ def test_generate_reuses_one_compiled_loop_per_model_and_sees_new_weights(prompt
     config = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=1, num_nm_layers=1)
     model = nemot.build_model(config)
     first = decoding.generate(model, prompts[:2], max_new_tokens=3, jit_compile=False)
-    (generator,) = decoding._GENERATORS[model].values()
+    (generator,) = vars(model)["_nemot_generators"].values()
     keras.utils.set_random_seed(4)
     model.set_weights(nemot.build_model(config).get_weights())
     again = decoding.generate(model, prompts[:2], max_new_tokens=3, jit_compile=False)
-    assert list(decoding._GENERATORS[model].values()) == [generator]
+    assert list(vars(model)["_nemot_generators"].values()) == [generator]
     assert generator._function().experimental_get_tracing_count() == 1
     assert again == decoding.generate_by_recomputation(model, prompts[:2], 3) != first
     decoding.generate(model, prompts[:2], max_new_tokens=3, jit_compile=False, stop_token_ids=())
-    assert len(decoding._GENERATORS[model]) == 2  # other settings, another loop
+    assert len(vars(model)["_nemot_generators"]) == 2  # other settings, another loop
