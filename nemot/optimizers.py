@@ -52,7 +52,7 @@ def _fused_update(optimizer, gradient, variable, learning_rate):
     tf.raw_ops.ResourceApplyAdam(
         var=_handle(variable), m=_handle(optimizer._momentums[index]),
         v=_handle(optimizer._velocities[index]),
-        # sparse rows (an embedding's) summed into a dense gradient, as in tf.keras 2
+        # sparse rows (an embedding's) summed into a dense gradient, as OptimizerV2 did
         grad=tf.convert_to_tensor(ops.cast(gradient, variable.dtype)),
         **_coefficients(optimizer, learning_rate, variable.dtype))
 

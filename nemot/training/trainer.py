@@ -44,8 +44,8 @@ from nemot.training.run_config import (RESUMABLE, ResumeConflict, RunConfigError
 from nemot.training.schedules import build_schedule
 
 logger = logging.getLogger(__name__)
-# nemot.optimizers.Adam: Keras 3 Adam as one fused TensorFlow kernel per variable (as
-# tf.keras 2, which the thesis code used, made it)
+# nemot.optimizers.Adam: Keras 3's Adam as one fused TensorFlow kernel per variable, on
+# the whole gradient (as tf.keras' Adam before TensorFlow 2.11 did; see that module)
 OPTIMIZERS = {"adam": optimizers.Adam, "sgd": keras.optimizers.SGD}
 RUN_CONFIG = "run_config.toml"
 
