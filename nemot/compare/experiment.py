@@ -17,7 +17,7 @@ A config (``configs/compare/minbert.toml``)::
     [model]   d_model, num_heads, d_ff, num_layers, dropout, head_dropout
     [train]   batch_size, epochs, steps_per_epoch, learning_rate, warmup_fraction,
               floor_fraction, clipnorm, sampling, timing_steps, timing_rounds, jit_compile,
-              verbose
+              run_eagerly, verbose
     [variants.<name>]  mechanism (default: the variant's name) and its options
 
 The data are seed 002's three tasks in the minBERT files (:mod:`nemot.data.minbert`):
@@ -136,6 +136,9 @@ class TrainSettings:
         sampling: :class:`nemot.data.sampling.TaskSampler` mode.
         timing_steps, timing_rounds: the step-time measurement (module docstring).
         jit_compile: XLA-compile the train step.
+        run_eagerly: run every step op by op, with no ``tf.function`` (for tiny smoke runs,
+            where tracing a step costs more than the few steps run; the test suite's
+            whole comparison); the real comparison leaves it off.
         verbose: Keras fit verbosity.
     """
 
@@ -150,6 +153,7 @@ class TrainSettings:
     timing_steps: int = 10
     timing_rounds: int = 5
     jit_compile: bool = False
+    run_eagerly: bool = False
     verbose: int = 0
 
     def __post_init__(self):
@@ -409,7 +413,7 @@ def compile_model(model, train):
 
     model.compile(train.optimizer(),
                   loss=TaskHeadsLoss([HEADS[t] for t in model.settings.tasks]),
-                  jit_compile=train.jit_compile)
+                  jit_compile=train.jit_compile, run_eagerly=train.run_eagerly)
 
 
 def run_one(experiment, variant, seed, run_dir):
