@@ -19,14 +19,15 @@ from nemot.data import Formatter, pipelines
 from nemot.training import NeMoTLoss, synthetic, trainer
 
 
-def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam):
+def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=50):
     keras.utils.set_random_seed(0)
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
                                                       dropout=0.0, vanilla_attention_dropout=0.0)
     model = nemot.build_model(config)
     model.compile(optimizer(rate), loss=NeMoTLoss(vanilla_weight=0), jit_compile=True)
     dataset = pipelines.examples_dataset(train, batch_size=32, max_text_length=n, seed=0)
-    history = model.fit(dataset, epochs=steps // 50, steps_per_epoch=50, verbose=0)
+    history = model.fit(dataset, epochs=steps // epoch_steps, steps_per_epoch=epoch_steps,
+                        verbose=0)
     return model, history.history
 
 
@@ -41,11 +42,12 @@ def test_multiple_choice_reaches_90_percent(tok):
     train = fmt.format_batch(synthetic.category_examples(2000, seed=1))
     val = fmt.format_batch(synthetic.category_examples(100, seed=2))
     assert max(len(ex.token_ids) for ex in train) <= 3 + n
-    model, history = fit(train, n, steps=150, rate=3e-3)
+    model, history = fit(train, n, steps=100, rate=3e-3, epoch_steps=25)
     accuracy = trainer.score_examples(model, val, "accuracy", label_mode=True, tokenizer=tok,
                                       jit_compile=False)
     assert accuracy >= 0.9, (accuracy, history["task_loss"])
-    # ln 2 = 0.69 is chance between two options; the last 50 steps average well below it.
+    # ln 2 = 0.69 is chance between two options; the last 25 steps average well below it
+    # (measured: 8.6, 3.1, 0.71, 0.27 over the four quarters; accuracy 1.0).
     assert history["task_loss"][-1] < 0.45 < history["task_loss"][0]
 
 
