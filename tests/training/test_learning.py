@@ -7,8 +7,9 @@ the passage word an animal?): it is learnt in ~100 steps, where the option-match
 sits at chance for ~400 (``nemot.training.synthetic``).
 
 Sizes: the tiny preset without the vanilla head (its Dense(50313) costs as much
-as the main head), short texts, batch 32; dropout 0 converges in fewer steps; XLA
-(``jit_compile``) halves the step on a CPU.
+as the main head), short texts, batch 32; dropout 0 converges in fewer steps. No XLA:
+the suite compiles XLA at its cheapest optimisation level (tests/conftest.py), whose code
+runs these 100-200 steps slower than TensorFlow's own kernels.
 """
 
 import keras
@@ -24,7 +25,7 @@ def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=50):
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
                                                       dropout=0.0, vanilla_attention_dropout=0.0)
     model = nemot.build_model(config)
-    model.compile(optimizer(rate), loss=NeMoTLoss(vanilla_weight=0), jit_compile=True)
+    model.compile(optimizer(rate), loss=NeMoTLoss(vanilla_weight=0), jit_compile=False)
     dataset = pipelines.examples_dataset(train, batch_size=32, max_text_length=n, seed=0)
     history = model.fit(dataset, epochs=steps // epoch_steps, steps_per_epoch=epoch_steps,
                         verbose=0)
