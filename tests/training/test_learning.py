@@ -20,7 +20,7 @@ from nemot.data import Formatter, pipelines
 from nemot.training import NeMoTLoss, synthetic, trainer
 
 
-def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=50):
+def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=25):
     keras.utils.set_random_seed(0)
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
                                                       dropout=0.0, vanilla_attention_dropout=0.0)
@@ -43,7 +43,7 @@ def test_multiple_choice_reaches_90_percent(tok):
     train = fmt.format_batch(synthetic.category_examples(2000, seed=1))
     val = fmt.format_batch(synthetic.category_examples(100, seed=2))
     assert max(len(ex.token_ids) for ex in train) <= 3 + n
-    model, history = fit(train, n, steps=100, rate=3e-3, epoch_steps=25)
+    model, history = fit(train, n, steps=100, rate=3e-3)
     accuracy = trainer.score_examples(model, val, "accuracy", label_mode=True, tokenizer=tok,
                                       jit_compile=False)
     assert accuracy >= 0.9, (accuracy, history["task_loss"])
