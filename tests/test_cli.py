@@ -93,6 +93,7 @@ def test_info_prints_the_breakdown_of_the_config(tmp_path, capsys):
     assert printed["parameters"] == expected
 
 
+@pytest.mark.usefixtures("eager")
 def test_generate_answers_prompts_from_a_checkpoint(tmp_path, capsys):
     keras.utils.set_random_seed(0)
     model = nemot.build_model(nemot.NeMoTConfig.preset("tiny"))

@@ -16,6 +16,7 @@ import csv
 import json
 import math
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -198,15 +199,18 @@ class EpochValidation(keras.callbacks.Callback):
         if val_metric is not None:
             logs["val_metric"] = val_metric
             logs.update(extras)
-        self.model.save(os.path.join(self.out_dir, MODEL_FILES["last"]))
+        last = os.path.join(self.out_dir, MODEL_FILES["last"])
+        self.model.save(last)
+        # A best model is this epoch's model: copy the file rather than serialise again
+        # (a save walks every variable and optimizer slot; a copy is one file write).
         if val_loss is not None and (self.best["val_loss"] is None
                                      or val_loss < self.best["val_loss"]):
             self.best.update(val_loss=val_loss, loss_epoch=epoch + 1)
-            self.model.save(os.path.join(self.out_dir, MODEL_FILES["best_loss"]))
+            shutil.copyfile(last, os.path.join(self.out_dir, MODEL_FILES["best_loss"]))
         if val_metric is not None and (self.best["val_metric"] is None
                                        or val_metric > self.best["val_metric"]):
             self.best.update(val_metric=val_metric, metric_epoch=epoch + 1)
-            self.model.save(os.path.join(self.out_dir, MODEL_FILES["best_metric"]))
+            shutil.copyfile(last, os.path.join(self.out_dir, MODEL_FILES["best_metric"]))
         with open(self.state_path, "w", encoding="utf-8") as handle:
             json.dump(self.best, handle, indent=1)
         row = {"epoch": epoch + 1, "loss": _value(logs, "loss"),

@@ -103,6 +103,7 @@ def test_race_score_mode_picks_the_best_scored_option(checkpoint, model, raw, to
         [r["prediction"] for r in records], [r["golds"] for r in records])
 
 
+@pytest.mark.usefixtures("eager")
 def test_squad_generation(checkpoint, model, raw, tok, tmp_path):
     run("--checkpoint", checkpoint, "--dataset", "squad_v2", "--split", "dev",
         "--data-dir", raw["squad_v2"], "--out", tmp_path, "--max-new-tokens", 5)
@@ -253,6 +254,7 @@ def test_evaluation_and_validation_decode_through_one_path(model, tok, raw, tmp_
                                   max_new_tokens=5) == result["scores"]["total"]
 
 
+@pytest.mark.usefixtures("eager")
 def test_a_checkpoint_in_a_run_directory_takes_the_runs_settings(model, raw, tok, tmp_path, capsys):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -289,6 +291,7 @@ def test_a_checkpoint_in_a_run_directory_takes_the_runs_settings(model, raw, tok
         run(*common, "--out", tmp_path / "d")
 
 
+@pytest.mark.usefixtures("eager")
 def test_drop_reports_the_official_f1_beside_rouge_l(checkpoint, tmp_path):
     fixtures.WRITERS["drop"](tmp_path / "drop")
     run("--checkpoint", checkpoint, "--dataset", "drop", "--split", "dev",

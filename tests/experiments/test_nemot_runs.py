@@ -38,6 +38,7 @@ def test_a_bad_variant_is_named(tmp_path):
         experiment.load(path)
 
 
+@pytest.mark.usefixtures("eager")
 def test_nemot_runs_trains_two_variants_and_reports(tmp_path):
     fixtures.boolq(tmp_path / "boolq")
     path = tmp_path / "exp.toml"

@@ -68,6 +68,7 @@ def test_learning_rate_schedules():
     assert float(names(5000)) == pytest.approx(0.01 / (1 + 1e-4 * 5000))
 
 
+@pytest.mark.usefixtures("eager")
 def test_a_summed_loss_moves_sgd_batch_size_times_as_far():
     x = np.array([[1, 2, 3], [4, 5, 0], [6, 0, 0], [7, 8, 9]], "int32")
     y = np.array([0, 1, 2, 1], "int32")
@@ -159,6 +160,7 @@ def test_sst2_by_default_is_the_papers_split_of_sst5_sentences(tmp_path):
         data.load_splits(config)
 
 
+@pytest.mark.usefixtures("eager")
 def test_a_names_run_trains_through_the_shared_loop(tmp_path):
     config = CONFIGS / "names_lstm.toml"
     exp = experiment.load(config, ["data.synthetic=96", "train.epochs=3", "model.hidden=8",

@@ -160,6 +160,7 @@ dir = "{superglue_dir}"
     return path
 
 
+@pytest.mark.usefixtures("eager")
 def test_cli_trains_reports_and_counts_on_superglue_files(tmp_path, superglue_dir, vocab_file, capsys):
     n_vocab = len(vocab_file.read_text().split())
     config = write_config(tmp_path / "tiny.toml", tmp_path, superglue_dir, vocab_file, n_vocab,

@@ -149,6 +149,7 @@ mode = "pretrain"
     return root, experiment.load(config), config
 
 
+@pytest.mark.usefixtures("eager")
 def test_a_tiny_run_trains_through_the_shared_trainer_and_resumes(tiny_setup):
     root, loaded, _ = tiny_setup
     run_dir = root / "runs" / "full" / "seed0"

@@ -93,6 +93,7 @@ def _rows(path):
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.usefixtures("eager")
 def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys, caplog):
     fixtures.race(tmp_path / "RACE")
     config = tmp_path / "race.toml"
@@ -134,6 +135,7 @@ def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys, caplog):
     assert "use `nemot finetune`" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("eager")
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     class Poison(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -183,6 +185,7 @@ def test_mixed_bfloat16_with_xla(tmp_path):
     assert keras.config.dtype_policy().name == "float32"        # restored after the run
 
 
+@pytest.mark.usefixtures("eager")
 def test_general_training_validates_every_dataset_and_keeps_both_best_models(tmp_path):
     names = ["race", "boolq", "narrativeqa"]
     for name in names:

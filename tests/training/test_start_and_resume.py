@@ -21,6 +21,7 @@ def config(model=None, **train):
         "model": {"preset": "tiny", "vocab_size": 64, **(model or {})}, "train": train})
 
 
+@pytest.mark.usefixtures("eager")
 def test_init_from_is_checked_by_component_and_reported(tmp_path, caplog):
     path = tmp_path / "saved.keras"
     source = trainer.build_model(config({"num_output_layers": 2}))
