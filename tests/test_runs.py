@@ -167,6 +167,20 @@ def test_separate_processes_write_the_same_runs(tmp_path):
     assert manifest["seeds"] == [3, 4] and manifest["variants"] == ["modulated", "plain"]
 
 
+def test_each_run_process_gets_its_share_of_the_cores_as_tensorflow_threads():
+    from nemot.experiments.protocol import run_environment
+
+    env = run_environment(2, {"PATH": "/bin"}, cpus=2)
+    assert env["TF_NUM_INTRAOP_THREADS"] == env["TF_NUM_INTEROP_THREADS"] == "1"
+    assert env["PATH"] == "/bin"
+    assert run_environment(3, {}, cpus=16)["TF_NUM_INTRAOP_THREADS"] == "5"
+    assert run_environment(4, {}, cpus=2)["TF_NUM_INTRAOP_THREADS"] == "1"   # at least one
+    assert run_environment(2, {}, cpus=None)["TF_NUM_INTRAOP_THREADS"] == "1"
+    # what the user set wins
+    assert run_environment(2, {"TF_NUM_INTRAOP_THREADS": "4"}, cpus=2)[
+        "TF_NUM_INTRAOP_THREADS"] == "4"
+
+
 def test_every_variant_is_tested_against_the_baseline_as_variant_minus_baseline(tmp_path):
     # The baseline comes first in the config; its pairs still read "X vs plain", X - plain.
     config = tiny_config(tmp_path, seeds=[0, 1], variants=("plain", "modulated", "other"))

@@ -265,7 +265,8 @@ def _run_processes(path, overrides, todo, jobs, log):
                        "--variant", variant, "--seed", str(seed)]
             for text in overrides:
                 command += ["--set", text]
-            running.append(((variant, seed), subprocess.Popen(command, env=os.environ.copy())))
+            running.append(((variant, seed), subprocess.Popen(
+                command, env=run_environment(jobs, os.environ, os.cpu_count()))))
         time.sleep(0.2)
         for item in list(running):
             (variant, seed), process = item
@@ -276,6 +277,17 @@ def _run_processes(path, overrides, todo, jobs, log):
     if failed:
         raise RuntimeError(f"{path}: run(s) failed: {', '.join(failed)}")
     log(f"{len(todo)} run(s) done in separate processes")
+
+
+def run_environment(jobs, environ, cpus):
+    """The environment of one of ``jobs`` run processes: ``environ`` with TensorFlow's
+    thread pools (``TF_NUM_INTRAOP_THREADS``, ``TF_NUM_INTEROP_THREADS``) set to this
+    process's share of the ``cpus`` cores, unless ``environ`` sets them. Each process
+    would otherwise start pools as large as the machine, and N processes contend for the
+    cores (two runs at a time on 2 cores: 28% more steps per second with one thread each,
+    measured side by side on a tiny NeMoT)."""
+    share = str(max(1, (cpus or 1) // jobs))
+    return {"TF_NUM_INTRAOP_THREADS": share, "TF_NUM_INTEROP_THREADS": share, **environ}
 
 
 def is_synthetic(module, experiment, path, overrides=()):
