@@ -188,9 +188,15 @@ def expected_breakdown(cfg, values=True):
     }
 
 
-def test_thesis_parameter_breakdown_matches_an_independent_formula():
+@pytest.fixture(scope="module")
+def thesis_model():
+    """One thesis-size NeMoT (~370M weights, ~10 s to build) for the tests that need one."""
+    return nemot.build_model(nemot.NeMoTConfig.preset("thesis"))
+
+
+def test_thesis_parameter_breakdown_matches_an_independent_formula(thesis_model):
     cfg = nemot.NeMoTConfig.preset("thesis")
-    counts = nemot.parameter_breakdown(nemot.build_model(cfg))
+    counts = nemot.parameter_breakdown(thesis_model)
     expected = expected_breakdown(cfg)
     for key, value in expected.items():
         assert counts[key] == value, key
@@ -209,10 +215,8 @@ def test_thesis_count_with_the_original_attention_is_the_thesis_figure():
     assert round(thesis_way / 1e6, 1) == 260.6
 
 
-def test_thesis_model_forward_pass():
-    cfg = nemot.NeMoTConfig.preset("thesis")
-    model = nemot.build_model(cfg)
-    out = model({"token_ids": batch([[464, 3290, 318]], length=8)}, training=False)
+def test_thesis_model_forward_pass(thesis_model):
+    out = thesis_model({"token_ids": batch([[464, 3290, 318]], length=8)}, training=False)
     assert out["logits"].shape == (1, 8, 50313)
     assert np.isfinite(np.asarray(out["logits"])).all()
 
