@@ -382,10 +382,16 @@ def as_dataset(make_batches, length):
     training step for the run and the timing."""
     import tensorflow as tf
 
+    from nemot.data.pipelines import keep_freed_memory
+
+    def batches():
+        keep_freed_memory()  # after TensorFlow's allocator patch (the function's docstring)
+        yield from make_batches()
+
     signature = ({"token_ids": tf.TensorSpec((None, length), tf.int32),
                   "task_index": tf.TensorSpec((None,), tf.int32)},
                  tf.TensorSpec((None, 2), tf.float32))
-    return tf.data.Dataset.from_generator(make_batches, output_signature=signature)
+    return tf.data.Dataset.from_generator(batches, output_signature=signature)
 
 
 def train_source(ids, labels, sampler, train, seed):

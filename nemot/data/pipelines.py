@@ -38,9 +38,11 @@ Example:
 
 import collections
 import contextlib
+import ctypes
 import functools
 import itertools
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -83,10 +85,46 @@ def _remembered(fn):
     return remembering
 
 
+# glibc's mallopt parameters (malloc.h) and the values keep_freed_memory sets: heap chunks
+# up to 32 MiB (glibc's largest mmap threshold) and up to 256 MiB of freed heap kept.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD, _TRIM_THRESHOLD = 32 << 20, 256 << 20
+
+
+def keep_freed_memory():
+    """Let the process reuse the memory it frees, undoing TensorFlow's allocator patch.
+
+    A TensorFlow generator dataset, when its iterator starts, sets glibc's
+    ``M_TRIM_THRESHOLD`` to 128 KiB ("Memory patch applied" in its log), which also fixes
+    the mmap threshold at 128 KiB: every buffer of 128 KiB or more is then a fresh ``mmap``
+    whose pages fault in when first written and go back to the system when freed, and a
+    training step allocates the same buffers again at every step. On the 2-core machine
+    the comparison's training process spent ~45% of its CPU time in the kernel that way
+    (83 million page faults in 20 minutes); with this setting, a short run of it took
+    5.8 s of system time instead of 27.6 s (1.1 million page faults instead of 7.7).
+    Freed heap memory up to 256 MiB is kept for reuse, and chunks up to 32 MiB come from
+    the heap. Called by every generator of :func:`generator_dataset` as it starts (after
+    TensorFlow's patch). ``NEMOT_TF_MEMORY_PATCH=keep`` keeps TensorFlow's setting.
+
+    Returns:
+        whether the setting was made (False: the C library is not glibc, or the
+        environment variable asks to keep TensorFlow's).
+    """
+    if os.environ.get("NEMOT_TF_MEMORY_PATCH") == "keep":
+        return False
+    libc = ctypes.CDLL(None)
+    if not (hasattr(libc, "gnu_get_libc_version") and hasattr(libc, "mallopt")):
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+                and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+
+
 def _remembered_generator(make_generator):
-    """``make_generator`` whose generators remember the exception they raise."""
+    """``make_generator`` whose generators remember the exception they raise (and keep the
+    memory the process frees, :func:`keep_freed_memory`)."""
     @functools.wraps(make_generator)
     def remembering(*args):
+        keep_freed_memory()
         try:
             yield from make_generator(*args)
         except Exception as error:
