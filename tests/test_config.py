@@ -61,7 +61,8 @@ def run_python(code):
                           check=True).stdout.strip()
 
 
-def test_a_saved_model_loads_with_nemot_load_model(tmp_path):
+@pytest.mark.usefixtures("eager")  # here one step makes the optimizer state to save;
+def test_a_saved_model_loads_with_nemot_load_model(tmp_path):  # the new process traces its fit
     path = tmp_path / "tiny.keras"
     model = nemot.build_model(nemot.NeMoTConfig.preset("tiny").replace(
         num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm", "mqa")))
