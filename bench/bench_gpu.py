@@ -46,6 +46,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2")
 DECODE_MODELS = ("nemot", "gpt2_baseline", "keras_hub_gpt2")
+# What --profile traces: the model of the targets and its reference.
+PROFILED = ("nemot", "keras_hub_gpt2")
 # Dense bf16 peak of the chip, TFLOP/s (datasheet; SXM parts).
 PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0}
 
@@ -186,7 +188,35 @@ def train_batch(name, cfg, batch, tasks, rng):
                                                            "lm_targets": targets}
 
 
-def train_child(name, tiny, tasks):
+def profile_steps(model, x, y, steps, directory):
+    """Trace ``steps`` training steps (``jax.profiler``) and summarize them by part of the
+    model with the HLO XLA dumped (:mod:`bench.gpu_profile`); the trace and the HLO are
+    kept, gzipped, in ``directory``."""
+    import gzip
+    import shutil
+
+    import jax
+
+    from bench import gpu_profile
+
+    directory = Path(directory)
+    trace_dir = directory / "trace"
+    jax.profiler.start_trace(str(trace_dir), create_perfetto_trace=True)
+    for _ in range(steps):
+        model.train_on_batch(x, y)
+    jax.profiler.stop_trace()
+    trace = max(trace_dir.rglob("perfetto_trace.json.gz"), key=lambda p: p.stat().st_mtime)
+    # The step just traced is the newest training module XLA dumped.
+    hlo = max((directory / "hlo").glob("*jit_train_step*after_optimizations.txt"),
+              key=lambda p: p.stat().st_mtime)
+    summary = gpu_profile.summarize(trace, hlo, steps)
+    shutil.copy(trace, directory / "trace.json.gz")
+    with open(hlo, "rb") as src, gzip.open(directory / "train_step_hlo.txt.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return summary
+
+
+def train_child(name, tiny, tasks, profile=None):
     import keras
 
     run = sizes(tiny)
@@ -217,6 +247,8 @@ def train_child(name, tiny, tasks):
             "mfu": None if peak is None else round(flops / step / (peak * 1e12), 4),
             f"peak_{memory_kind}_gib": round(memory / 2 ** 30, 3),
         }
+        if profile and "profile" not in out:  # the first batch size
+            out["profile"] = profile_steps(model, x, y, 3, profile)
     return out
 
 
@@ -284,20 +316,30 @@ def child(argv):
     parser.add_argument("out")
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--tasks", default="lm,gqa")
+    parser.add_argument("--profile", default=None)
     args = parser.parse_args(argv)
     if args.kind == "train":
-        result = train_child(args.name, args.tiny, args.tasks.split(","))
+        result = train_child(args.name, args.tiny, args.tasks.split(","), args.profile)
     else:
         result = decode_child(args.name, args.tiny)
     Path(args.out).write_text(json.dumps(result))
 
 
-def in_child(kind, name, options):
-    """Run one measurement in a fresh process; its result, or the error it printed."""
+def in_child(kind, name, options, profile=None):
+    """Run one measurement in a fresh process; its result, or the error it printed.
+    ``profile``: a folder for a profile of the first batch size (XLA dumps the HLO of the
+    process's training steps there)."""
+    env = dict(os.environ)
+    if profile:
+        Path(profile).mkdir(parents=True, exist_ok=True)
+        options = [*options, "--profile", str(profile)]
+        env["XLA_FLAGS"] = " ".join(filter(None, (
+            env.get("XLA_FLAGS"), f"--xla_dump_to={Path(profile, 'hlo')}",
+            "--xla_dump_hlo_as_text", "--xla_dump_hlo_module_re=train_step")))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         cmd = [sys.executable, "-m", "bench.bench_gpu", kind, name, str(out), *options]
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             return {"error": done.stderr.strip().splitlines()[-1:] or ["(no output)"]}
         return json.loads(out.read_text())
@@ -330,6 +372,10 @@ def run(argv=()):
     parser.add_argument("--decode", default=",".join(DECODE_MODELS),
                         help=f"decoding models, some of {DECODE_MODELS} ('' for none)")
     parser.add_argument("--tasks", default="lm,gqa", help="task tokens the NeMoT batches mix")
+    parser.add_argument("--profile", metavar="DIR", default=None,
+                        help="JAX only: trace 3 steps of nemot and keras_hub_gpt2 at the first "
+                             "batch size and add their device time by part of the model "
+                             "(bench/gpu_profile.py); trace and HLO kept in DIR/<model>")
     args = parser.parse_args(list(argv))
     import keras
 
@@ -347,7 +393,9 @@ def run(argv=()):
               "xla": True, "train": {}, "decode": {}}
     for name in filter(None, args.models.split(",")):
         print(f"   train {name}", flush=True)
-        result["train"][name] = in_child("train", name, options)
+        result["train"][name] = in_child(
+            "train", name, options,
+            args.profile and name in PROFILED and Path(args.profile, name))
     for name in filter(None, args.decode.split(",")):
         print(f"   decode {name}", flush=True)
         result["decode"][name] = in_child("decode", name, ["--tiny"] if args.tiny else [])
