@@ -18,7 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _worker(out, *extra, wait=True):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    cmd = [sys.executable, "-m", "tests.training.worker", str(out), *extra]
+    # Eager (tests/conftest.py's ``eager`` fixture says why): what is tested is the
+    # checkpoint's content, the same in a graph.
+    cmd = [sys.executable, "-m", "tests.training.worker", str(out), "--eager", *extra]
     if wait:
         done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]

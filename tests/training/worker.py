@@ -1,14 +1,16 @@
 """A tiny synthetic training run in its own process, for the subprocess tests.
 
     python -m tests.training.worker OUT [--strategy S] [--devices K] [--hang-at N]
-        [--dropout P] [--steps N]
+        [--dropout P] [--steps N] [--eager]
 
 Trains a tiny NeMoT on the synthetic multiple-choice task through
 ``nemot.training.trainer.train`` and writes ``OUT/weights.npz`` (every weight,
 by path) and ``OUT/history.json``. ``--devices K`` splits the CPU into K
 logical devices first (must happen before TensorFlow initialises);
 ``--hang-at N`` prints ``HANGING`` after step N and sleeps, so that a test can
-kill the process there.
+kill the process there. ``--eager`` runs TensorFlow functions eagerly (as the
+``eager`` fixture of tests/conftest.py, for the same reason: tracing the tiny model's
+training step costs more than the few steps it runs).
 """
 
 import argparse
@@ -57,9 +59,12 @@ def main(argv=None):
     parser.add_argument("--checkpoint-every", type=int, default=2)
     parser.add_argument("--optimizer", default="adam")
     parser.add_argument("--rate", type=float, default=1e-3)
+    parser.add_argument("--eager", action="store_true")
     args = parser.parse_args(argv)
 
     import tensorflow as tf
+
+    tf.config.run_functions_eagerly(args.eager)
 
     if args.devices > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
