@@ -80,6 +80,34 @@ PAPER_NOTES = {
 }
 
 
+def cost_table(output_dir, manifest):
+    """What the finished runs cost (issue 28: "say in the report what it cost"): per variant
+    the runs and their mean wall-clock seconds by phase, from each run's ``details.json``;
+    then the sum over all runs. Returns ``(markdown, data)``. A run resumed after an
+    interruption counts its last process only."""
+    rows, data = [], {}
+    phases = ("data", "train", "score", "timing")
+    for variant in manifest["variants"]:
+        walls = [json.loads(p.read_text())["wall_seconds"]
+                 for p in sorted(Path(output_dir, variant).glob("seed*/details.json"))
+                 if Path(p.parent, protocol.METRICS).exists()]
+        if not walls:
+            continue
+        means = {k: float(np.mean([w[k] for w in walls])) for k in phases}
+        total = float(sum(sum(w[k] for k in phases) for w in walls))
+        data[variant] = {"runs": len(walls), "mean_seconds": means, "total_seconds": total}
+        rows.append(f"| {variant} | {len(walls)} | " + " | ".join(
+            f"{means[k]:.0f}" for k in phases) + f" | {sum(means.values()):.0f} | {total:.0f} |")
+    everything = sum(v["total_seconds"] for v in data.values())
+    lines = ["Wall-clock seconds of each run's process (`details.json`), mean per run by "
+             "phase; a run resumed after an interruption counts its last process only.", "",
+             "| variant | runs | data | train | score | timing | per run | all runs |",
+             "|---|---|---|---|---|---|---|---|", *rows, "",
+             f"All runs: {everything:,.0f} s of process time ({everything / 3600:.2f} h); "
+             "with `--jobs N` the machine ran N at a time."]
+    return "\n".join(lines), {"variants": data, "total_seconds": everything}
+
+
 @dataclasses.dataclass(frozen=True)
 class DataSettings:
     """Which files, how they are split and tokenised.

@@ -88,7 +88,8 @@ def _fmt(x, digits=4):
 def report(output_dir):
     """Markdown tables of the finished runs: per metric, every variant's n, mean ± SD,
     95% CI and the paper's number; then every pair of variants with Welch's t-test and
-    Hedges' g. Returns ``(markdown, data)``."""
+    Hedges' g; then, where the recipe has them, the paper's layout (``paper_table``) and
+    what the runs cost (``cost_table``). Returns ``(markdown, data)``."""
     manifest, results = collect(output_dir)
     module = experiment_module(manifest["reproduction"], source=str(output_dir))
     variants = [v for v in manifest["variants"] if v in results]
@@ -134,6 +135,9 @@ def report(output_dir):
     if getattr(module, "paper_table", None):
         table, data["paper_table"] = module.paper_table(output_dir, manifest)
         lines += ["## The paper's layout", "", table, ""]
+    if getattr(module, "cost_table", None):
+        cost, data["cost"] = module.cost_table(output_dir, manifest)
+        lines += ["## Cost", "", cost, ""]
     note = getattr(module, "PAPER_NOTES", {}).get(table)
     if note and not synthetic:
         lines += [f"Paper: {note}", ""]

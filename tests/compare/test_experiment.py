@@ -75,6 +75,14 @@ def test_the_whole_comparison_at_tiny_size(tmp_path):
     assert report["summary"]["none"]["score"]["sd"] is None  # one seed: no SD, null
     assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "comparison.png" in (out / "report.md").read_text()
+    # what it cost: every run's phases, summed
+    cost = report["cost"]
+    assert list(cost["variants"]) == VARIANTS
+    assert all(v["runs"] == 1 and v["mean_seconds"]["train"] > 0
+               for v in cost["variants"].values())
+    assert cost["total_seconds"] == pytest.approx(
+        sum(v["total_seconds"] for v in cost["variants"].values()))
+    assert "## Cost" in (out / "report.md").read_text()
 
 
 def test_splits_and_the_encoding(tmp_path):
