@@ -59,6 +59,7 @@ from nemot.compare.timing import step_time_ratio
 from nemot.compare.model import (HEADS, CompareModel, Settings, mechanism_of, predict_tasks,
                                  variant_tables)
 from nemot.data import minbert
+from nemot.errors import UserError
 from nemot.evaluation.benchmark_metrics import accuracy, minbert_score, pearson
 from nemot.training.run_config import dump_toml
 from nemot.data.sampling import MODES, TaskSampler, sampled_batches, shuffled_batches
@@ -493,13 +494,7 @@ def run_one(experiment, variant, seed, run_dir):
                                          metrics["sts_pearson"])
     scored = time.time()
 
-    baseline = timing_baseline(settings(experiment, variant, encoder.vocab_size,
-                                        mechanism="none"), train, seed)
-    stream = batches(ids, labels, sampler, train.batch_size, seed)
-    timing = [next(stream) for _ in range(train.timing_steps)]
-    ratio, seconds = step_time_ratio(
-        model, baseline, as_dataset(lambda: iter(timing), data.sequence_length),
-        train.timing_steps, train.timing_rounds)
+    ratio, seconds, baseline = time_against_none(experiment, variant, seed, model, prepared)
     metrics["added_parameters"] = model.count_params() - baseline.count_params()
     metrics["step_time_ratio"] = ratio
     details = {
@@ -508,11 +503,75 @@ def run_one(experiment, variant, seed, run_dir):
         "examples": {t: {"train": len(train_rows[t]), "test": len(test_rows[t]),
                          "train_file": train_rows[t].path, "test_file": test_rows[t].path}
                      for t in data.tasks},
-        "timing_seconds": {"variant_none_per_round": seconds},
+        "timing_seconds": {"variant_none_per_round": seconds, "clock": TIMING_CLOCK},
         "wall_seconds": {"data": data_ready - started, "train": trained - data_ready,
                          "score": scored - trained, "timing": time.time() - scored}}
     Path(run_dir, "details.json").write_text(json.dumps(details, indent=2) + "\n")
     return metrics
+
+
+# What step_time_ratio's seconds count (nemot.compare.timing).
+TIMING_CLOCK = "process_time"
+
+
+def time_against_none(experiment, variant, seed, model, prepared):
+    """``(step_time_ratio, seconds per round, the none model)`` of ``model`` (compiled)
+    against :func:`timing_baseline`, on the run's first ``timing_steps`` batches."""
+    data, train = experiment.data, experiment.train
+    baseline = timing_baseline(settings(experiment, variant, prepared.encoder.vocab_size,
+                                        mechanism="none"), train, seed)
+    labels = {t: rows.labels for t, rows in prepared.train_rows.items()}
+    sampler = TaskSampler({t: len(rows) for t, rows in prepared.train_rows.items()},
+                          mode=train.sampling, epochs=train.epochs,
+                          steps_per_epoch=train.steps_per_epoch, seed=seed)
+    stream = batches(prepared.train_ids, labels, sampler, train.batch_size, seed)
+    timing = [next(stream) for _ in range(train.timing_steps)]
+    ratio, seconds = step_time_ratio(
+        model, baseline, as_dataset(lambda: iter(timing), data.sequence_length),
+        train.timing_steps, train.timing_rounds)
+    return ratio, seconds, baseline
+
+
+def retime(output_dir, manifest, variants=None, log=print):
+    """Measure ``step_time_ratio`` again for every finished run in ``output_dir`` (of
+    ``variants``, default all), one run after the other in this process, and write it into
+    the run's ``metrics.json`` and ``details.json`` (``timing_seconds``, with the clock and
+    the date). For runs timed under other conditions (another clock, a machine shared
+    with other work): a step's time does not depend on the trained weights, so the
+    variant is built anew with the run's seed and timed against ``none`` as
+    :func:`run_one` does. Returns ``{run dir: ratio}``."""
+    import keras
+
+    experiment = load(manifest["config"], tuple(manifest["overrides"]))
+    if isinstance(experiment, pool.Experiment):
+        raise UserError(f"{output_dir}: retiming is for the minBERT comparison; the thesis "
+                        "pool's runs are timed as they train (rerun them with --force)")
+    prepared = prepare(experiment.data)
+    done = {}
+    for variant in variants or manifest["variants"]:
+        if variant not in experiment.variants:
+            raise UserError(f"--variants {variant!r}: not a variant of {manifest['config']}; "
+                             f"expected some of {list(experiment.variants)}")
+        for metrics_path in sorted(Path(output_dir, variant).glob(f"seed*/{protocol.METRICS}")):
+            run_dir = metrics_path.parent
+            seed = int(run_dir.name.removeprefix("seed"))
+            keras.utils.set_random_seed(seed)
+            model = _built(settings(experiment, variant, prepared.encoder.vocab_size))
+            compile_model(model, experiment.train)
+            ratio, seconds, _ = time_against_none(experiment, variant, seed, model, prepared)
+            metrics = json.loads(metrics_path.read_text())
+            metrics["step_time_ratio"] = ratio
+            metrics_path.write_text(json.dumps(metrics, indent=2) + "\n")
+            details_path = run_dir / "details.json"
+            details = json.loads(details_path.read_text()) if details_path.exists() else {}
+            details.setdefault("metrics", {})["step_time_ratio"] = ratio
+            details["timing_seconds"] = {"variant_none_per_round": seconds,
+                                         "clock": TIMING_CLOCK,
+                                         "retimed": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+            details_path.write_text(json.dumps(details, indent=2) + "\n")
+            log(f"  {variant} {run_dir.name}: step_time_ratio {ratio:.4f}")
+            done[str(run_dir)] = ratio
+    return done
 
 
 def timing_baseline(none_settings, train, seed):

@@ -7,9 +7,11 @@ Examples::
     nemot runs --config configs/modact/cifar10_cnn.toml --seed-list 3 4 --jobs 2 \\
         --set train.epochs=10
     nemot runs report runs/modact/names_lstm
+    nemot runs retime results/compare/minbert     # step times measured again, one by one
 """
 
 from nemot import console
+from nemot.errors import UserError
 
 
 def add_parser(subparsers):
@@ -34,6 +36,12 @@ def add_parser(subparsers):
     report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch's t-test of "
                                  "the finished runs in DIR, beside the paper's numbers")
     report.add_argument("dir", help="an output_dir written by `nemot runs --config`")
+    retime = commands.add_parser(
+        "retime", help="measure step_time_ratio again for the finished runs in DIR, one at "
+                       "a time, then report (experiments that time their runs: compare)")
+    retime.add_argument("dir", help="an output_dir written by `nemot runs --config`")
+    retime.add_argument("--variants", nargs="+", dest="retime_variants",
+                        help="only these variants")
     one = commands.add_parser("one", help="one run (what --jobs starts in each process)")
     one.add_argument("--config", required=True, dest="one_config")
     one.add_argument("--variant", required=True)
@@ -49,6 +57,15 @@ def main_runs(args):
     from nemot.experiments.report import write_report
 
     if args.runs_command == "report":
+        print(write_report(args.dir))
+        return 0
+    if args.runs_command == "retime":
+        manifest, _ = runs.collect(args.dir)
+        module = runs.experiment_module(manifest["reproduction"], source=args.dir)
+        if not hasattr(module, "retime"):
+            raise UserError(f"{args.dir}: {manifest['reproduction']} runs measure no step "
+                            "time; `nemot runs retime` is for experiments that do (compare)")
+        module.retime(args.dir, manifest, args.retime_variants)
         print(write_report(args.dir))
         return 0
     if args.runs_command == "one":

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from nemot import runs, vocab
+from nemot import runs, runs_cli, vocab
 from nemot.compare import experiment as compare
 from nemot.compare import pool
 from nemot.data.minbert import Rows
@@ -83,6 +83,19 @@ def test_the_whole_comparison_at_tiny_size(tmp_path):
     assert cost["total_seconds"] == pytest.approx(
         sum(v["total_seconds"] for v in cost["variants"].values()))
     assert "## Cost" in (out / "report.md").read_text()
+    # `nemot runs retime`: one variant's step time measured again, written into its files
+    before = json.loads((out / "pals" / "seed0" / "metrics.json").read_text())
+    assert runs_cli.main(["retime", str(out), "--variants", "pals"]) == 0
+    after = json.loads((out / "pals" / "seed0" / "metrics.json").read_text())
+    assert {k: v for k, v in after.items() if k != "step_time_ratio"} == {
+        k: v for k, v in before.items() if k != "step_time_ratio"}
+    timing = json.loads((out / "pals" / "seed0" / "details.json").read_text())["timing_seconds"]
+    assert timing["clock"] == "process_time" and "retimed" in timing
+    assert after["step_time_ratio"] == pytest.approx(
+        np.median([m / b for m, b in timing["variant_none_per_round"]]))
+    none_timing = json.loads((out / "none" / "seed0" / "details.json").read_text())
+    assert "retimed" not in none_timing["timing_seconds"]  # only the variants named
+    assert runs_cli.main(["retime", str(out), "--variants", "adapters"]) == 1  # named error
 
 
 def test_splits_and_the_encoding(tmp_path):
