@@ -309,8 +309,9 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
         if sampler not in (None, "greedy"):
             raise ValueError(f"{type(model).__name__} has no key/value cache; only greedy "
                              f"decoding (sampler=None) is available for it, got {sampler!r}")
+        forward = compiled_forward(model) if backend.name() == "jax" else model
         return [ids for batch in batches
-                for ids in generate_by_recomputation(model, batch, max_new_tokens)]
+                for ids in generate_by_recomputation(forward, batch, max_new_tokens)]
     generator = cached_generator(model, sampler, **kwargs)
     out = []
     for batch in batches:
@@ -318,6 +319,37 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
         filled = batch + [batch[0]] * (size - len(batch))
         out += [g.ids for g in generator(filled, max_new_tokens)[:len(batch)]]
     return out
+
+
+class CompiledForward:
+    """``model``'s inference forward pass (``{"token_ids"}`` to ``{"logits"}``) compiled
+    once per input shape by :func:`nemot.backend.compile_function`, so that the weights
+    are read when it runs (later weights are seen). :func:`generate` decodes a model
+    without a cache through it on JAX, where an uncompiled call dispatches (and at first
+    use compiles) every operation on its own: a tiny NeMoT hosting PALs decoded 4 tokens
+    in 12.2 s that way and in 2.0 s compiled (2026-11-27, 2 CPU cores). TensorFlow's
+    eager calls are cheap, and a trace would cost more than a short generation: there
+    the model is called as it is. ``jit_compile``: XLA on TensorFlow (JAX always)."""
+
+    def __init__(self, model, jit_compile=True):
+        self.config = model.config
+        self._logits = backend.compile_function(
+            lambda token_ids: model({"token_ids": token_ids}, training=False)["logits"],
+            model.variables, jit_compile=jit_compile)
+
+    def __call__(self, inputs, training=False):
+        if training:
+            raise ValueError("CompiledForward runs inference only (training=False)")
+        return {"logits": self._logits(inputs["token_ids"])}
+
+
+def compiled_forward(model):
+    """The :class:`CompiledForward` of ``model``, made once and kept with it (as
+    :func:`cached_generator` keeps its generators)."""
+    kept = vars(model).setdefault("_nemot_generators", {})
+    if "forward" not in kept:
+        kept["forward"] = CompiledForward(model)
+    return kept["forward"]
 
 
 def generate_by_recomputation(model, prompts, max_new_tokens=32, stop_token_ids=(vocab.END_ID,)):

@@ -208,6 +208,23 @@ def test_the_gpt2_baseline_decodes_through_the_same_cached_loop(prompts):
     assert decoding.generate(baseline, prompts[:3], max_new_tokens=4, batch_size=2) == expected
 
 
+def test_the_compiled_forward_pass_decodes_as_the_model_and_reads_new_weights(prompts):
+    """What ``generate`` runs for a model without a cache on JAX, here on TensorFlow."""
+    keras.utils.set_random_seed(5)
+    config = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=1, num_nm_layers=1)
+    model = nemot.build_model(config)
+    forward = decoding.CompiledForward(model, jit_compile=False)
+    first = decoding.generate_by_recomputation(forward, prompts[:2], 3)
+    assert first == decoding.generate_by_recomputation(model, prompts[:2], 3)
+    keras.utils.set_random_seed(6)
+    model.set_weights(nemot.build_model(config).get_weights())
+    again = decoding.generate_by_recomputation(forward, prompts[:2], 3)
+    assert again == decoding.generate_by_recomputation(model, prompts[:2], 3) != first
+    assert decoding.compiled_forward(model) is decoding.compiled_forward(model)
+    with pytest.raises(ValueError, match="inference only"):
+        forward({"token_ids": np.array([prompts[0]], "int32")}, training=True)
+
+
 def test_generate_reuses_one_compiled_loop_per_model_and_sees_new_weights(prompts):
     """Each epoch's validation calls ``generate``: one Generator (one trace) per model and
     settings, reading the weights of the moment."""
