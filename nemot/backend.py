@@ -16,9 +16,14 @@ on JAX without TensorFlow installed, and on TensorFlow without JAX):
 - :func:`has_fused_attention`, :func:`attention_length_multiple`: whether this device
   has a fused attention kernel (cuDNN flash attention on a GPU under JAX) and the
   length multiple it needs (64).
+- :func:`concrete`: a tensor's value, or None while a function is being traced.
 """
 
+import warnings
+
 import keras
+import numpy as np
+from keras import ops
 
 BACKENDS = ("tensorflow", "jax")
 
@@ -112,6 +117,18 @@ def global_sum(value):
     import tensorflow as tf
 
     return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def concrete(tensor):
+    """``tensor`` as numpy, or None inside a traced function (symbolic values)."""
+    try:
+        # Converting a symbolic TF tensor also warns (numpy 2's copy keyword) before it
+        # raises; the answer is None either way.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return np.asarray(ops.convert_to_numpy(tensor))
+    except (TypeError, ValueError, NotImplementedError, AttributeError):
+        return None
 
 
 def has_fused_attention():

@@ -17,13 +17,12 @@ Per-layer modulations named in the config (PALs, HyperGrid, modulated activation
 neuromodulatory output too.
 """
 
-import warnings
-
 import keras
 import numpy as np
 from keras import ops
 
 from nemot import vocab
+from nemot.backend import concrete
 from nemot.config import NeMoTConfig
 from nemot.layers.masks import mask_from_positions
 from nemot.layers.reading_strategies import ReadingStrategies
@@ -39,18 +38,6 @@ from nemot.modulation.gate import Gate
 
 def as_config(config):
     return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
-
-
-def concrete(tensor):
-    """``tensor`` as numpy, or None inside a traced function (symbolic values)."""
-    try:
-        # Converting a symbolic TF tensor also warns (numpy 2's copy keyword) before it
-        # raises; the answer is None either way.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return np.asarray(ops.convert_to_numpy(tensor))
-    except (TypeError, ValueError, NotImplementedError, AttributeError):
-        return None
 
 
 def text_masks(text_valid, is_enc, query_start, query_length, num_aux, with_aux):

@@ -19,7 +19,7 @@ import collections.abc
 import keras
 from keras import ops
 
-from nemot.backend import global_sum
+from nemot.backend import concrete, global_sum
 
 
 def slot_lists(optimizer):
@@ -62,6 +62,11 @@ class BlockUpdateGuard:
         self._update_step = earlier._update_step if isinstance(earlier, BlockUpdateGuard) \
             else update_step
         self.optimizer.update_step = self._guarded_update_step
+        filter_empty = self.optimizer._filter_empty_gradients
+        earlier = getattr(filter_empty, "__self__", None)
+        self._filter_empty = earlier._filter_empty if isinstance(earlier, BlockUpdateGuard) \
+            else filter_empty
+        self.optimizer._filter_empty_gradients = self._drop_unselected_gradients
 
     def select(self, selected):
         """``selected``: bool [blocks] of this replica's batch; summed over replicas."""
@@ -77,6 +82,20 @@ class BlockUpdateGuard:
                            for v in variables if v.trainable}
             self._slots = slot_lists(self.optimizer)
         return self._owner.get(self.optimizer._get_variable_index(variable))
+
+    def _drop_unselected_gradients(self, gradients, variables):
+        """Keras' filter of missing gradients, silent for the blocks the batch did not
+        select. An eager step (``run_eagerly``) runs only the selected blocks, so the others
+        get no gradient where a traced step gives them zeros; either way they keep their
+        weights and slots. A missing gradient anywhere else still warns."""
+        pairs = [(g, v) for g, v in zip(gradients, variables)
+                 if g is not None or not self._unselected(v)]
+        return self._filter_empty([g for g, _ in pairs], [v for _, v in pairs])
+
+    def _unselected(self, variable):
+        block = None if self.selected is None else self._block_of(variable)
+        selected = None if block is None else concrete(self.selected[block])
+        return selected is not None and not selected
 
     def _guarded_update_step(self, gradient, variable, learning_rate):
         block = None if self.selected is None else self._block_of(variable)

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -47,12 +48,43 @@ def test_unselected_block_keeps_weights_and_slots_on_one_device():
     check_block_updates(routing_worker.block_update_report())
 
 
+@pytest.mark.usefixtures("eager")
+def test_an_eager_step_moves_only_the_selected_blocks_without_a_warning():
+    # Eagerly, an unselected block is never run (``ops.cond`` is Python's ``if``) and gets
+    # no gradient, where a traced step gives it zeros: the same updates, and no Keras
+    # "Gradients do not exist" warning at every step.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = routing_worker.block_update_report()
+    check_block_updates(report)
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+
+
+def test_a_missing_gradient_outside_the_unselected_blocks_still_warns():
+    model = routing_worker.tiny_model()
+    model.optimizer.build(model.trainable_variables)
+    guard = model.block_update_guard
+    lm, mqa = (model.output_set.blocks[b].trainable_variables[0] for b in ("lm", "mqa"))
+    guard.select(np.array([True, False, False]))  # lm only
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # mqa's missing gradient: dropped silently
+            kept, variables = guard.optimizer._filter_empty_gradients(
+                [np.ones(lm.shape), None], [lm, mqa])
+        assert variables == [lm] and len(kept) == 1
+        with pytest.warns(UserWarning, match="Gradients do not exist"):
+            guard.optimizer._filter_empty_gradients([None, np.ones(mqa.shape)], [lm, mqa])
+    finally:
+        guard.release()
+
+
 def test_recompiling_keeps_one_guard():
     model = routing_worker.tiny_model()
     optimizer = model.optimizer
     model.compile(optimizer)
-    # The new guard wraps Adam's own update, not the first guard.
+    # The new guard wraps Adam's own update and filter, not the first guard's.
     assert model.block_update_guard._update_step.__self__ is optimizer
+    assert model.block_update_guard._filter_empty.__self__ is optimizer
 
 
 @pytest.fixture(scope="module")
