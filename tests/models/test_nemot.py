@@ -270,6 +270,7 @@ def test_only_the_vanilla_set_drops_attention_probabilities():
                for layer in baseline.vanilla_set.transformer_layers)
 
 
+@pytest.mark.usefixtures("eager")  # an eager step warns as a traced one, without the trace
 def test_pretraining_freezes_the_unused_vanilla_head_and_logs_only_active_terms():
     import warnings
 
