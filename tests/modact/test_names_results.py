@@ -1,0 +1,26 @@
+"""The README's NAMES table is the committed report's: its lines are those of
+``results/modact/names_lstm/report.md`` (test accuracy: every variant, and the modulated
+cell against each control). After ``nemot runs report results/modact/names_lstm``, copy
+the lines this test prints when it fails."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = ROOT / "results" / "modact" / "names_lstm" / "report.md"
+
+
+def report_lines():
+    """The test-accuracy table and the modulated-vs-control rows of the report."""
+    section = REPORT.read_text(encoding="utf-8").split("## test_accuracy\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    # The pairs of controls stay in report.md.
+    return [line for line in lines if not (line.startswith("| C") and " vs " in line)]
+
+
+def test_readme_names_table_is_the_committed_report():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    expected = report_lines()
+    assert any(line.startswith("| modulated vs C1 |") for line in expected)
+    missing = [line for line in expected if line not in readme]
+    assert not missing, "README's NAMES table is stale; paste:\n" + "\n".join(expected)
