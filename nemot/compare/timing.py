@@ -26,7 +26,7 @@ def step_time_ratio(model, baseline, dataset, steps, rounds, clock=time.process_
         which.fit(dataset, epochs=1, steps_per_epoch=steps, shuffle=False, verbose=0)
         return clock() - start
 
-    if not (getattr(model, "run_eagerly", False) and getattr(baseline, "run_eagerly", False)):
+    if not (model.run_eagerly and baseline.run_eagerly):
         timed(model), timed(baseline)
     seconds = []
     for r in range(rounds):

@@ -21,8 +21,7 @@ def test_span_generation_reaches_f1_09(tok):
     # repeated token's gradients (nemot.optimizers), which steps faster on this positional
     # copy task; nemot's dense Adam reached F1 0.05-0.37 in 300 steps at rates 3e-3..1e-2
     # on the three-word task (measured 2026-11-25) and needs more.
-    model, history = fit(train, n, steps=200, rate=3e-3, optimizer=keras.optimizers.Adam,
-                         lm_weight=0)
+    model, history = fit(train, n, steps=200, rate=3e-3, optimizer=keras.optimizers.Adam)
     f1 = trainer.score_examples(model, val, "f1", label_mode=False, tokenizer=tok,
                                 max_new_tokens=3, jit_compile=False)
     assert f1 >= 0.9, (f1, history["task_loss"])
