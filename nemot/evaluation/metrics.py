@@ -17,10 +17,9 @@ Example:
 """
 
 import collections
+import functools
 import re
 import string
-
-from rouge_score import rouge_scorer
 
 from nemot.data.format import PART_SEPARATOR, join_answer
 
@@ -102,7 +101,13 @@ def exact_match(prediction, golds):
 # rouge-score tokenises by lower-casing, replacing every run of characters
 # outside [a-z0-9] by a space and splitting on whitespace; no stemming here.
 # So punctuation and non-ASCII letters never count, and articles do count.
-_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+@functools.cache
+def _rouge_scorer():
+    # Imported on first use: rouge-score imports nltk and scipy.stats (about 1.2 s),
+    # which a process that never scores ROUGE-L should not pay.
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
 
 def rouge_l(prediction, golds):
@@ -116,7 +121,7 @@ def rouge_l(prediction, golds):
     numbers were computed differently: see :func:`rouge_l_thesis`.
     """
     _check_prediction(prediction)
-    return max(_ROUGE.score(g, prediction)["rougeL"].fmeasure for g in _gold_list(golds))
+    return max(_rouge_scorer().score(g, prediction)["rougeL"].fmeasure for g in _gold_list(golds))
 
 
 # --- ROUGE-L as the thesis computed it ---------------------------------------
