@@ -120,6 +120,19 @@ def test_explicit_files_and_bad_files(tmp_path):
         Tokenizer(vocabulary=bad)
 
 
+def test_files_are_read_once_per_process_and_again_when_edited(tmp_path):
+    encoder_json, vocab_bpe = default_files()
+    assert Tokenizer()._engine is Tokenizer()._engine  # read once, shared
+    assert Tokenizer(engine="tokenizers")._engine is not Tokenizer()._engine
+    vocabulary = tmp_path / "vocab.json"
+    vocabulary.write_bytes(encoder_json.read_bytes())
+    copy = Tokenizer(vocabulary=vocabulary, merges=vocab_bpe)
+    assert copy.encode("hi") == [5303] and copy._engine is not Tokenizer()._engine
+    vocabulary.write_text(json.dumps({"a": 0}))  # edited: read again, and refused
+    with pytest.raises(ValueError, match="50257"):
+        Tokenizer(vocabulary=vocabulary, merges=vocab_bpe)
+
+
 def test_token_bytes_are_the_raw_bytes_each_token_decodes_to(tok, reference):
     ids = tok.encode("<q> naïve 🐶 dogs <sep>")
     pieces = [tok.token_bytes(i) for i in ids[1:-1]]
