@@ -220,6 +220,10 @@ def show_run_messages():
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         ours.addHandler(handler)
         ours.setLevel(logging.INFO)
+        # Not also through the root logger: a library's later module-level
+        # ``logging.warning(...)`` gives the root a handler of its own
+        # (``logging.basicConfig``), which would print every line twice.
+        ours.propagate = False
 
 
 def _build(build_model, compile_model, train, strategy):

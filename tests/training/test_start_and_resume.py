@@ -105,3 +105,25 @@ def test_resuming_with_another_batch_size_names_the_old_and_new_values(tmp_path,
     data["train"]["resume_allow"] = ["train.batch_sise"]
     with pytest.raises(RunConfigError, match="'train.batch_sise' is not a run-config key"):
         run_config_from_dict(data)
+
+
+def test_run_messages_are_printed_once_when_a_library_configures_the_root_logger(capsys):
+    """A program without logging of its own gets the run's INFO lines on stderr, once, even
+    after a library's module-level ``logging.warning`` gave the root logger a handler."""
+    from nemot.training.loop import show_run_messages
+
+    root, ours = logging.getLogger(), logging.getLogger("nemot")
+    saved = root.handlers[:], ours.handlers[:], ours.level, ours.propagate
+    root.handlers.clear()
+    ours.handlers.clear()
+    try:
+        show_run_messages()
+        logging.warning("a library's own warning")  # logging.basicConfig() on the root
+        logging.getLogger("nemot.training.trainer").info("resumed from step 4")
+        assert capsys.readouterr().err.count("resumed from step 4") == 1
+    finally:
+        for handler in root.handlers[:]:
+            root.removeHandler(handler)
+        root.handlers[:], ours.handlers[:] = saved[0], saved[1]
+        ours.setLevel(saved[2])
+        ours.propagate = saved[3]
