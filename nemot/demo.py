@@ -96,11 +96,17 @@ def pretrain(out, corpus, sizes):
         "loss": {"lm_weight": 0.0, "vanilla_weight": 0.0}}, source="nemot.demo")
     validation = pipelines.c4_dataset(corpus, batch_size=sizes["pretrain_batch"],
                                       max_text_length=sizes["n"], split="validation")
-    keras.utils.set_random_seed(cfg.seed)
-    fresh = trainer.build_and_compile(cfg, trainer.distributed.make_strategy("default"))
-    initial = math.exp(fresh.evaluate(validation, verbose=0, return_dict=True)["loss"])
-    result = trainer.train(cfg, out_dir=out)
-    final = math.exp(result.history["val_loss"][-1])
+
+    class Untrained(keras.callbacks.Callback):
+        """The validation loss of the model the run starts from, measured by the run's own
+        model (so with the test function its validation traces anyway)."""
+
+        def on_train_begin(self, logs=None):
+            self.loss = self.model.evaluate(validation, verbose=0, return_dict=True)["loss"]
+
+    untrained = Untrained()
+    result = trainer.train(cfg, out_dir=out, callbacks=[untrained])
+    initial, final = math.exp(untrained.loss), math.exp(result.history["val_loss"][-1])
     return result, initial, final
 
 
