@@ -150,12 +150,13 @@ NEMOT_MODULATIONS = {
 
 
 def pals_fit():
-    """PALBert: one ``fit`` step on a batch mixing its three tasks."""
+    """PALBert (one layer: XLA compiles the step): one ``fit`` step on a batch mixing its
+    three tasks."""
     import keras
 
     from nemot.pals.model import PALBert, PALsLoss
 
-    model = PALBert(40, 2, 2, 8, 16, max_sequence_length=8, pals={"hidden_size": 4,
+    model = PALBert(40, 1, 2, 8, 16, max_sequence_length=8, pals={"hidden_size": 4,
                                                                    "num_heads": 2})
     model.compile(keras.optimizers.Adam(1e-3), loss=PALsLoss(model.tasks))
     rng = np.random.default_rng(0)
@@ -174,7 +175,9 @@ def hypergrid_fit():
 
     from nemot.hypergrid.model import HyperGridT5
 
-    backbone = keras_hub.models.T5Backbone(vocabulary_size=64, num_layers=2, num_heads=2,
+    # One layer each side: XLA's compile of the step is most of this test (10 s with two
+    # layers, 5 s with one); the grids and T' are the same per layer.
+    backbone = keras_hub.models.T5Backbone(vocabulary_size=64, num_layers=1, num_heads=2,
                                            hidden_dim=16, intermediate_dim=32, dropout=0.1,
                                            use_gated_activation=False)
     model = HyperGridT5(backbone, 2, {"mode": "LG", "grid": [4, 4]})
