@@ -12,8 +12,9 @@ def test_span_generation_reaches_f1_09(tok):
     n = 10
     fmt = Formatter(tok, max_text_length=n)
     # Two passage words: copying either one at random scores F1 0.5, so 0.9 needs the
-    # position named by the question (learnt by ~175 steps: F1 0.82 at 150, 0.94 at 175,
-    # 1.0 at 200, measured 2026-11-27; the same at rate 5e-3 and with another seed;
+    # position named by the question (learnt by ~175 steps: F1 0.71 at 150, 0.90 at 175,
+    # 1.0 at 200 with the gqa block alone, 0.82/0.94/1.0 with the preset's three blocks,
+    # measured 2026-11-27; 1.0 at 200 also at rate 5e-3 and with another seed;
     # three words needed 300 steps).
     train = fmt.format_batch(synthetic.span_examples(2000, seed=1, passage_words=2))
     val = fmt.format_batch(synthetic.span_examples(100, seed=2, passage_words=2))
