@@ -98,8 +98,9 @@ def pretrain(out, corpus, sizes):
                                       max_text_length=sizes["n"], split="validation")
 
     class Untrained(keras.callbacks.Callback):
-        """The validation loss of the model the run starts from, measured by the run's own
-        model (so with the test function its validation traces anyway)."""
+        """The validation loss of the model the run starts from, measured with the run's
+        own model and test function (which its validation traces anyway), not a second
+        model built alike."""
 
         def on_train_begin(self, logs=None):
             self.loss = self.model.evaluate(validation, verbose=0, return_dict=True)["loss"]
