@@ -105,19 +105,20 @@ def _read_files(vocabulary, merges):
 
 def _stamp(files):
     """What identifies the files' contents for the cache: size and modification time."""
-    return tuple((path.stat().st_size, path.stat().st_mtime_ns) for path in files)
+    return tuple((stat.st_size, stat.st_mtime_ns) for stat in (path.stat() for path in files))
 
 
 @lru_cache(maxsize=4)
 def _load(vocabulary, merges, engine, stamp):
-    """The token -> id mapping and the engine of these files, read once per process
-    (a training run builds a tokenizer in several places; each read takes ~0.4 s).
-    ``stamp`` (:func:`_stamp`) makes an edited file be read again. Neither is changed
-    after construction, so tokenizers share them."""
+    """The token -> id mapping, its inverse and the engine of these files, read once per
+    process (a training run builds a tokenizer in several places; each read takes
+    ~0.4 s). ``stamp`` (:func:`_stamp`) makes an edited file be read again. None is
+    changed after construction, so tokenizers share them."""
     del stamp  # part of the cache key only
     encoder, pairs = _read_files(vocabulary, merges)
     engine_cls = _TiktokenEngine if engine == "tiktoken" else _TokenizersEngine
-    return encoder, engine_cls(encoder, pairs, source=f"{vocabulary} / {merges}")
+    return (encoder, {idx: token for token, idx in encoder.items()},
+            engine_cls(encoder, pairs, source=f"{vocabulary} / {merges}"))
 
 
 class _TiktokenEngine:
@@ -207,8 +208,8 @@ class Tokenizer:
             vocabulary, merges = default_files()
         self.engine = engine
         self.files = (Path(vocabulary), Path(merges))
-        self._encoder, self._engine = _load(*self.files, engine, _stamp(self.files))
-        self._base_tokens = {idx: token for token, idx in self._encoder.items()}
+        self._encoder, self._base_tokens, self._engine = _load(*self.files, engine,
+                                                               _stamp(self.files))
         self._added = dict(vocab.ADDED_TOKEN_IDS)
         self._added_by_id = {idx: token for token, idx in self._added.items()}
         # Longest first so that e.g. "<pbmqa>" is never read as a shorter token.

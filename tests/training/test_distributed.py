@@ -5,8 +5,9 @@ Each run is a subprocess (logical devices and TF_CONFIG must be set before
 TensorFlow initialises). Dropout is off here: replicas draw different masks
 than one device would. The one-device and mirrored runs are eager (tracing per replica
 cost the mirrored run 36 s of CPU against 19 s eager; a traced mirrored ``fit`` is
-tests/models/test_routing.py's), the two workers traced, as users run them. The first gradient step was also checked by hand to agree
-to 1e-6 (loss and every gradient) between one device and two replicas.
+tests/models/test_routing.py's), the two workers traced, as users run them. The first
+gradient step was also checked by hand to agree to 1e-6 (loss and every gradient)
+between one device and two replicas.
 """
 
 import json

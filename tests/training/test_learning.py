@@ -22,7 +22,6 @@ import keras
 import pytest
 
 import nemot
-from nemot import vocab
 from nemot.data import Formatter, pipelines
 from nemot.training import NeMoTLoss, synthetic, trainer
 
@@ -31,8 +30,7 @@ def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=25, 
     keras.utils.set_random_seed(0)
     # Only the blocks the examples select: each further block's routing branch costs the
     # trace ~2.5 s and changes nothing else (a step skips unselected blocks).
-    blocks = tuple(sorted({vocab.block_name(vocab.token_name(ex.token_ids[vocab.TASK_POSITION]))
-                           for ex in train}))
+    blocks = tuple(sorted({ex.task for ex in train}))
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
                                                       dropout=0.0, vanilla_attention_dropout=0.0,
                                                       output_blocks=blocks)
