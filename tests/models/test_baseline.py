@@ -136,9 +136,10 @@ def test_baseline_parameter_counts(baseline):
     assert counts["total"] == baseline.count_params()
 
 
-def test_gpt2_medium_baseline_count():
+def test_gpt2_medium_baseline_count(undrawn_weights):
     """The one thesis-size test: GPT-2 Medium's published 354,823,168 + 56 rows + head."""
     counts = build_baseline("gpt2_medium").parameter_breakdown()
+    assert undrawn_weights  # the weights were not drawn
     added_rows = (vocab.VOCAB_SIZE - vocab.GPT2_VOCAB_SIZE) * 1024
     assert counts["vanilla_set"] == 354_823_168 + added_rows
     assert counts["head"] == 1024 * vocab.VOCAB_SIZE + vocab.VOCAB_SIZE

@@ -99,15 +99,23 @@ def test_mixed_task_batch_equals_each_example_alone(model):
         np.testing.assert_allclose(together[i], alone, atol=1e-5)
 
 
-def test_single_task_batch_runs_and_trains_only_its_block(model, monkeypatch):
-    calls = []
+def rows_per_block(model, monkeypatch):
+    """{block: examples it ran on}, filled as the model runs."""
+    rows = {name: 0 for name in model.output_set.blocks}
     for name, block in model.output_set.blocks.items():
-        original = block.call
-        monkeypatch.setattr(block, "call", lambda *a, _o=original, _n=name, **k: (calls.append(_n), _o(*a, **k))[1])
+        def call(x, *args, _call=block.call, _name=name, **kwargs):
+            rows[_name] += int(ops.shape(x)[0])
+            return _call(x, *args, **kwargs)
+        monkeypatch.setattr(block, "call", call)
+    return rows
+
+
+def test_single_task_batch_runs_and_trains_only_its_block(model, monkeypatch):
+    rows = rows_per_block(model, monkeypatch)
     ids = batch([[5, 6, 7], [8, 9]], [GQA, GQA])
     with tf.GradientTape() as tape:
         loss = ops.mean(model({"token_ids": ids}, training=False)["logits"])
-    assert calls == ["gqa"]
+    assert rows == {"lm": 0, "mqa": 0, "gqa": 2}
     blocks = model.output_set.blocks
     variables = [v for n in ("lm", "mqa", "gqa") for v in blocks[n].trainable_variables]
     grads = tape.gradient(loss, variables)
@@ -116,6 +124,42 @@ def test_single_task_batch_runs_and_trains_only_its_block(model, monkeypatch):
     for g in list(lm_grads) + list(mqa_grads):
         assert g is None or not np.asarray(g).any()
     assert any(np.asarray(g).any() for g in gqa_grads)
+
+
+def test_a_mixed_batch_runs_each_example_through_its_block_only(model, monkeypatch):
+    rows = rows_per_block(model, monkeypatch)
+    logits(model, batch([[5, 6], [7, 8], [9], [10, 11]], [GQA, LM, GQA, GQA]))
+    assert rows == {"lm": 1, "mqa": 0, "gqa": 3}
+
+
+def test_partitioned_and_branched_routing_agree(model, monkeypatch):
+    """TensorFlow outside XLA partitions the batch by block; under XLA (and on JAX) each
+    block runs on the whole batch under a branch. Same outputs and gradients."""
+    output_set = model.output_set
+    x, weights = np.random.default_rng(0).normal(size=(2, 3, 6, TINY.d_model)).astype("float32")
+    tasks = np.array([GQA, LM, GQA], "int32")
+    text = batch([[5, 6, 7], [8, 9], [10, 11, 12, 13]], length=6)[:, 3:]
+    mask = nemot.attention_mask(text, mode="dec", num_aux=0)
+    variables = output_set.trainable_variables
+    first_of_mqa = output_set.blocks["mqa"].trainable_variables[0]
+    mqa = next(i for i, v in enumerate(variables) if v is first_of_mqa)
+
+    def run(x, tasks):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = output_set(x, tasks, mask, training=False)
+            loss = ops.sum(out * weights)
+        return out, tape.gradient(loss, [x] + variables)
+
+    partitioned = run(tf.constant(x), tasks)
+    rows = rows_per_block(model, monkeypatch)
+    branched = tf.function(run, jit_compile=True)(tf.constant(x), tf.constant(tasks))
+    assert rows == {"lm": 3, "mqa": 3, "gqa": 3}  # each branch traced on the whole batch
+    np.testing.assert_allclose(np.asarray(branched[0]), np.asarray(partitioned[0]), atol=1e-5)
+    for a, b in zip(branched[1], partitioned[1]):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+    assert not np.asarray(partitioned[1][1 + mqa]).any()  # no example selects mqa
+    assert np.asarray(partitioned[1][0])[1].any()  # the input's gradient reaches each row
 
 
 def test_gate_forced_to_one_is_vanilla_then_output_block(model, monkeypatch):

@@ -184,9 +184,10 @@ def test_serialises_and_runs_under_jit(tmp_path):
     np.testing.assert_allclose(model.predict(inputs, verbose=0), expected, atol=1e-5)
 
 
-def test_parameter_counts_of_bert_large_cased():
-    # Paper Table 2, built from the sizes alone (random weights, no download).
+def test_parameter_counts_of_bert_large_cased(undrawn_weights):
+    # Paper Table 2, built from the sizes alone (no weights drawn, no download).
     gated = build_ngt(BERT_LARGE_CASED, gate_position=21, num_gating_layers=3)
+    assert undrawn_weights  # the weights were not drawn
     assert gated.count_params() == 371_368_961
     plain = NGTModel(gated.backbone, variant="no-gating-block")  # same backbone layers, new head
     assert plain.count_params() == 333_580_289
