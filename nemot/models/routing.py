@@ -85,9 +85,9 @@ class BlockUpdateGuard:
 
     def _drop_unselected_gradients(self, gradients, variables):
         """Keras' filter of missing gradients, silent for the blocks the batch did not
-        select. An eager step (``run_eagerly``) runs only the selected blocks, so the others
-        get no gradient where a traced step gives them zeros; either way they keep their
-        weights and slots. A missing gradient anywhere else still warns."""
+        select. A block that does not run gets no gradient (a branch JAX or XLA does not
+        take in an eager step) where one that runs on no example gets zeros; either way it
+        keeps its weights and slots. A missing gradient anywhere else still warns."""
         pairs = [(g, v) for g, v in zip(gradients, variables)
                  if g is not None or not self._unselected(v)]
         return self._filter_empty([g for g, _ in pairs], [v for _, v in pairs])
