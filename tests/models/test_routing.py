@@ -50,9 +50,9 @@ def test_unselected_block_keeps_weights_and_slots_on_one_device():
 
 @pytest.mark.usefixtures("eager")
 def test_an_eager_step_moves_only_the_selected_blocks_without_a_warning():
-    # Eagerly, an unselected block is never run (``ops.cond`` is Python's ``if``) and gets
-    # no gradient, where a traced step gives it zeros: the same updates, and no Keras
-    # "Gradients do not exist" warning at every step.
+    # Eagerly, an unselected block runs on no example (TensorFlow partitions the batch; on
+    # JAX ``ops.cond`` is Python's ``if`` and the block gets no gradient at all): the same
+    # updates as a traced step, and no Keras "Gradients do not exist" warning at every step.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = routing_worker.block_update_report()
