@@ -9,24 +9,9 @@ collection puts first; every other file keeps its place after them.
 """
 
 import os
-import runpy
 from pathlib import Path
 
 import pytest
-
-# Every process of the suite starts with tests/startup/sitecustomize.py (JAX hidden from
-# TensorFlow processes: see there); this worker runs it now.
-STARTUP = Path(__file__).resolve().parent / "startup"
-
-
-def python_path(*first):
-    """``PYTHONPATH`` for a subprocess: ``first`` (e.g. the checkout) before the suite's."""
-    return os.pathsep.join(filter(None, (*map(str, first), os.environ.get("PYTHONPATH", ""))))
-
-
-os.environ["PYTHONPATH"] = python_path(*(() if str(STARTUP) in os.environ.get("PYTHONPATH", "")
-                                         .split(os.pathsep) else (STARTUP,)))
-runpy.run_path(str(STARTUP / "sitecustomize.py"))
 
 # XLA at its cheapest optimisation level, with the CPU's older elemental code generator
 # instead of its fusion emitters (numerics unchanged): the suite's XLA programs (decoding

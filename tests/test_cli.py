@@ -15,7 +15,6 @@ from nemot.evaluation.options import EVALUATED_MODELS
 from nemot.models.nemot import parameter_breakdown
 from nemot.training import cli as training_cli
 from nemot.training import trainer
-from tests.conftest import python_path
 from tests.data import fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,14 +26,14 @@ BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cp
 
 def _python(code, env=None):
     """Run ``code`` in a fresh interpreter on this checkout; returns the completed process."""
-    env = dict(os.environ if env is None else env, PYTHONPATH=python_path(ROOT))
+    env = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=120)
 
 
 def test_console_script_lists_every_command():
     script = Path(sys.executable).with_name("nemot")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=python_path(ROOT))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env,
                          check=True).stdout
     for command in COMMANDS:

@@ -13,7 +13,6 @@ import tomllib
 from pathlib import Path
 
 from nemot import NeMoTConfig
-from tests.conftest import python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 # What TensorFlow prints when it loads on a machine without a GPU driver.
@@ -30,7 +29,7 @@ def recipe_block():
 def test_readme_recipe_runs_offline(tmp_path):
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
     unreachable = "http://127.0.0.1:9"  # nothing listens: a download fails at once
-    env = dict(os.environ, PYTHONPATH=python_path(ROOT), HTTP_PROXY=unreachable,
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HTTP_PROXY=unreachable,
                HTTPS_PROXY=unreachable, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the command line quiets TensorFlow itself
