@@ -55,7 +55,11 @@ def run_notebook(name, workdir, monkeypatch):
     client = NotebookClient(notebook, km=km, timeout=TIMEOUT_S,
                             resources={"metadata": {"path": str(workdir)}})
     start = time.monotonic()
-    client.execute()
+    try:
+        client.execute()
+    finally:  # nbclient shuts down only the kernels it started (1.2 GB each, idle)
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
     seconds = time.monotonic() - start
     printed = [(index, output.get("text", "")) for index, cell in enumerate(notebook.cells)
                for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
