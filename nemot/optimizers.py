@@ -45,16 +45,23 @@ def _coefficients(optimizer, learning_rate, dtype):
     return values
 
 
-def _fused_update(optimizer, gradient, variable, learning_rate):
+def _fused_update(optimizer, gradient, variable, learning_rate, keep=None):
     import tensorflow as tf
 
     index = optimizer._get_variable_index(variable)
+    coefficients = _coefficients(optimizer, learning_rate, variable.dtype)
+    if keep is not None:
+        # Rate 0 and betas 1 leave the weight and both moments exactly as they were:
+        # m + (g - m) * 0 = m, v likewise, w - 0 * m / (sqrt(v) + eps) = w.
+        coefficients = dict(coefficients, **{
+            name: ops.where(keep, coefficients[name], value)
+            for name, value in (("lr", 0.0), ("beta1", 1.0), ("beta2", 1.0))})
     tf.raw_ops.ResourceApplyAdam(
         var=_handle(variable), m=_handle(optimizer._momentums[index]),
         v=_handle(optimizer._velocities[index]),
         # sparse rows (an embedding's) summed into a dense gradient, as OptimizerV2 did
         grad=tf.convert_to_tensor(ops.cast(gradient, variable.dtype)),
-        **_coefficients(optimizer, learning_rate, variable.dtype))
+        **coefficients)
 
 
 class _FusedAdamStep:
@@ -69,9 +76,22 @@ class _FusedAdamStep:
             self._nemot_coefficients = None
 
     def update_step(self, gradient, variable, learning_rate):
-        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+        if not self._fused():
             return super().update_step(gradient, variable, learning_rate)
         _fused_update(self, gradient, variable, learning_rate)
+
+    def masked_update_step(self, gradient, variable, learning_rate, keep):
+        """The step where the bool scalar ``keep`` is True, and weight and moments left
+        as they were elsewhere, in the one kernel (:mod:`nemot.models.routing`'s guard
+        of unselected output blocks, which otherwise copies and restores them). False
+        where the step is not the fused one: the caller masks."""
+        if not self._fused():
+            return False
+        _fused_update(self, gradient, variable, learning_rate, keep)
+        return True
+
+    def _fused(self):
+        return keras.backend.backend() == "tensorflow" and not self.amsgrad
 
 
 @keras.saving.register_keras_serializable(package="nemot")

@@ -11,7 +11,10 @@ for every step, as Keras 2 optimizers did for a variable without a gradient.
 
 The guard sits in the optimizer's ``update_step``, which every backend and strategy
 calls once per variable (per device under ``tf.distribute``, inside the stateless scope
-on JAX), so it needs no code per backend; the selection is summed over replicas.
+on JAX), so it needs no code per backend; the selection is summed over replicas. An
+optimizer with a ``masked_update_step`` (nemot's fused Adam on TensorFlow) keeps them in
+its own kernel instead (rate 0 and betas 1 where the block is unselected): no copies,
+and a tiny NeMoT's first ``fit`` traced ~2 s faster with three blocks.
 """
 
 import collections.abc
@@ -101,6 +104,10 @@ class BlockUpdateGuard:
         block = None if self.selected is None else self._block_of(variable)
         if block is None:
             return self._update_step(gradient, variable, learning_rate)
+        masked = getattr(self.optimizer, "masked_update_step", None)  # nemot.optimizers
+        if masked is not None and masked(gradient, variable, learning_rate,
+                                         self.selected[block]):
+            return None
         index = self.optimizer._get_variable_index(variable)
         state = [variable] + [slots[index] for slots in self._slots
                               if slots[index] is not None]
