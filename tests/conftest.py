@@ -71,7 +71,7 @@ def undrawn_weights(monkeypatch):
     """Keras's random initializers give zeros, for a test that counts a model's
     parameters at a paper's size: drawing BERT-large's 371M random values took 12 of the
     16 s its count cost (GPT-2 Medium 4.5 of 7 s, the 2-core machine); a count does not
-    depend on the values. Yields the number of initializer calls it answered."""
+    depend on the values. Yields the shapes it answered (empty: nothing was drawn here)."""
     import keras
     from keras.src.initializers import random_initializers
 

@@ -340,7 +340,7 @@ def test_compile_builds_the_optimizer_so_fit_traces_the_train_step_once(build):
     """Adam's slots are made by compile: a first train step that made them would be
     traced twice (a tf.function creating variables is), ~20 s more per run on a CPU."""
     keras.utils.set_random_seed(0)
-    # The batch's one block (<lm>): each further block adds ~2.5 s to the trace.
+    # The batch's one block (<lm>): each further block adds to the trace.
     model = build(TINY.replace(num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm",)))
     model.compile(nemot.optimizers.Adam(1e-3))  # the model's own loss
     assert model.optimizer.built

@@ -93,8 +93,8 @@ def test_preset_names_and_bad_directories(tmp_path):
 
 
 def test_fit_on_a_dataset_warns_about_nothing_and_builds_the_optimizer_first():
-    # The batch's one block only: each further block's routing branch costs the trace
-    # ~2.5 s (the tiny preset's three: 12 s against 7 s).
+    # The batch's one block only: each further block adds its layers, gradients and
+    # optimizer updates to the trace.
     model = nemot.build_model(TINY.replace(output_blocks=("gqa",)))
     model.compile(keras.optimizers.Adam(1e-3))
     text = np.tile(np.arange(10, 18, dtype="int32"), (4, 1))

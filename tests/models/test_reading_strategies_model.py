@@ -17,7 +17,7 @@ CLS, DEC, LM, PAD = vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm"), vocab
 Q, SEP, END = vocab.Q_ID, vocab.SEP_ID, vocab.END_ID
 OPT1, OPT2 = vocab.OPTION_IDS[:2]
 # Small enough for XLA on a CPU: one layer per set, the one block the inputs select (each
-# further block adds its routing branch to every trace).
+# further block adds its layers to every trace).
 CFG = nemot.NeMoTConfig.preset("tiny").replace(
     max_text_length=12, max_position_embeddings=16, num_vanilla_layers=1, num_nm_layers=1,
     output_blocks=("lm",))

@@ -12,10 +12,11 @@ as the main head) and without the LM term (a second cross-entropy over the same
 measured 2026-11-27: span F1 0.94/1.0 at steps 175/200 against 0.98/1.0 with it;
 multiple-choice quarter losses 8.59, 2.86, 0.64, 0.25 against 8.56, 3.11, 0.73, 0.33),
 short texts, batch 32 (16 for multiple choice), only the output block the task selects (the
-preset's other two add their routing branches to the trace, ~3 s, and ~5% to each step: the
-two proofs 95 s -> 84 s alone); dropout 0 converges in fewer steps. No XLA: the suite
-compiles XLA at its cheapest optimisation level (tests/conftest.py), whose code runs these
-100-200 steps slower than TensorFlow's own kernels.
+preset's other two add their layers, gradients and optimizer updates to the trace: the two
+proofs 95 s -> 84 s alone, measured when routing still branched); dropout 0 converges in
+fewer steps. No XLA: the suite compiles XLA at its cheapest optimisation level
+(tests/conftest.py), whose code runs these 100-200 steps slower than TensorFlow's own
+kernels.
 """
 
 import keras
@@ -28,8 +29,8 @@ from nemot.training import NeMoTLoss, synthetic, trainer
 
 def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=25, batch_size=32):
     keras.utils.set_random_seed(0)
-    # Only the blocks the examples select: each further block's routing branch costs the
-    # trace ~2.5 s and changes nothing else (a step skips unselected blocks).
+    # Only the blocks the examples select: each further block adds to the trace and
+    # changes nothing else (no example runs through it).
     blocks = tuple(sorted({ex.task for ex in train}))
     config = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=n, vanilla_head=False,
                                                       dropout=0.0, vanilla_attention_dropout=0.0,

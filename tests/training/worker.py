@@ -30,9 +30,9 @@ def tiny_run_config(name, *, steps, checkpoint_every, strategy="default", dropou
 
     return run_config_from_dict({
         "name": name, "kind": "finetune", "seed": 3,
-        # One output block, the task's own: each further block's routing branch and its
-        # gradient cost a traced step ~2.5 s more to trace (the tiny preset's three: 12 s
-        # against 7 s), and a synthetic_choice batch never selects another.
+        # One output block, the task's own: each further block adds its layers, gradients
+        # and optimizer updates to every trace, and a synthetic_choice batch never selects
+        # another.
         "model": {"preset": "tiny", "max_text_length": n, "dropout": dropout,
                   "vanilla_attention_dropout": dropout, "output_blocks": ["mqa"]},
         "data": {"dataset": "synthetic_choice", "validation_split": ""},
