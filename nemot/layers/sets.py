@@ -251,11 +251,11 @@ class OutputSet(_ConfiguredLayer):
     names no block) and the unused blocks a zero gradient (and, through
     :mod:`nemot.models.routing`, no optimizer update). The partition traces faster than
     a branch per block (the tiny preset's first ``fit``: 10 s against 13 s of CPU) and a
-    mixed batch runs each example through one block, not all of the batch's blocks. A block's dropout mask is drawn for the rows it runs, so the two
-    paths draw different masks. The dropout seed is drawn before the blocks run, which
-    then change no state (JAX traces each branch as a pure function). With
-    ``compat_route_by_first_example`` the first example's block is used for the whole
-    batch, as the original code did.
+    mixed batch runs each example through one block, not all of the batch's blocks. A
+    block's dropout mask is drawn for the rows it runs, so the two paths draw different
+    masks. The dropout seed is drawn before the blocks run, which then change no state
+    (JAX traces each branch as a pure function). With ``compat_route_by_first_example``
+    the first example's block is used for the whole batch, as the original code did.
     """
 
     def build(self, input_shape=None):
