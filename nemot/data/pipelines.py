@@ -102,7 +102,9 @@ def keep_freed_memory():
     the comparison's training process spent ~45% of its CPU time in the kernel that way
     (83 million page faults in 20 minutes); with this setting, a short run of it took
     5.0 s of system time instead of 27.8 s (0.88 million page faults instead of 7.6;
-    docs/performance.md).
+    docs/performance.md). Where TensorFlow's oneDNN operations are on (its default on
+    CPUs with AVX512_VNNI, AVX512_BF16, AMX and the like), its tensors come from oneDNN's
+    pooling allocator instead, and the patch costs little.
     Freed heap memory up to 256 MiB is kept for reuse, and chunks up to 32 MiB come from
     the heap. Called by every generator of :func:`generator_dataset` as it starts (after
     TensorFlow's patch). ``NEMOT_TF_MEMORY_PATCH=keep`` keeps TensorFlow's setting.

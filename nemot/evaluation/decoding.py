@@ -383,9 +383,8 @@ def generate_by_recomputation(model, prompts, max_new_tokens=32, stop_token_ids=
     active = lengths < ends
     while active.any():
         logits = model({"token_ids": buffer}, training=False)["logits"]
-        last = ops.take_along_axis(ops.cast(logits, "float32"),
-                                   ops.convert_to_tensor((lengths - 1)[:, None, None]), axis=1)
-        tokens = np.asarray(ops.convert_to_numpy(ops.argmax(last[:, 0], axis=-1)))
+        last = logits_at(ops.cast(logits, "float32"), lengths - 1)
+        tokens = np.asarray(ops.convert_to_numpy(ops.argmax(last, axis=-1)))
         for row in np.flatnonzero(active):
             token = int(tokens[row])
             if token in stop_token_ids:
@@ -414,8 +413,19 @@ def next_token_logits(model, prompts, pos_tagger=None):
     aux, text, lengths = pad_prompts(prompts, a)
     logits = _logits(model, np.concatenate([aux, text], axis=1),
                      resolve_pos_tagger(model, pos_tagger))
-    last = ops.convert_to_tensor((lengths - 1)[:, None, None])
-    return ops.take_along_axis(ops.cast(logits, "float32"), last, axis=1)[:, 0]
+    return logits_at(ops.cast(logits, "float32"), lengths - 1)
+
+
+def logits_at(logits, positions):
+    """``logits[b, positions[b]]`` for each row ``b`` of ``logits`` [B, T, V]: [B, V].
+
+    One gather of rows: Keras' ``take_along_axis`` on axis 1 transposes its indices as
+    int64, which TensorFlow's oneDNN build reports on AVX-512 machines as an error line
+    ("oneDNN supports DT_INT64 only on platforms with AVX-512").
+    """
+    batch, width = logits.shape[0], logits.shape[1]
+    rows = np.arange(batch, dtype=np.int32) * width + np.asarray(positions, np.int32)
+    return ops.take(ops.reshape(logits, (batch * width, -1)), rows, axis=0)
 
 
 def cached_generator(model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_compile=None,

@@ -75,4 +75,8 @@ def test_hypergrid_through_the_host_equals_the_hand_wired_t5(gated):
         fill_model(model)
         got = np.asarray(model(t5_inputs(tasks=(2, 1))))
         expected = reference[f"{'gated_' if gated else ''}{case}"]
-        np.testing.assert_allclose(got, expected, atol=1e-6, err_msg=case)
+        # The reference was written where TensorFlow's oneDNN operations were off; where
+        # they are on (its default on CPUs with AVX512_VNNI, AVX512_BF16, AMX, ...) their
+        # kernels round differently: up to 5.2e-6 measured (logits of size ~1; a wiring
+        # mistake moves them by tenths).
+        np.testing.assert_allclose(got, expected, atol=2e-5, err_msg=case)
