@@ -241,3 +241,11 @@ def test_generate_reuses_one_compiled_loop_per_model_and_sees_new_weights(prompt
     assert again == decoding.generate_by_recomputation(model, prompts[:2], 3) != first
     decoding.generate(model, prompts[:2], max_new_tokens=3, jit_compile=False, stop_token_ids=())
     assert len(vars(model)["_nemot_generators"]) == 2  # other settings, another loop
+
+
+def test_logits_at_picks_each_rows_position():
+    logits = np.random.default_rng(0).normal(size=(3, 5, 7)).astype("float32")
+    positions = np.array([4, 0, 2], np.int32)
+    picked = keras.ops.convert_to_numpy(decoding.logits_at(keras.ops.convert_to_tensor(logits),
+                                                           positions))
+    np.testing.assert_array_equal(picked, logits[np.arange(3), positions])
