@@ -216,10 +216,12 @@ def profile_steps(model, x, y, steps, directory):
     return summary
 
 
-def train_child(name, tiny, tasks, profile=None):
+def train_child(name, tiny, tasks, profile=None, batches=None):
     import keras
 
     run = sizes(tiny)
+    if batches:
+        run["batches"] = batches
     cfg = run["config"]
     keras.config.set_dtype_policy("mixed_bfloat16")
     keras.utils.set_random_seed(0)
@@ -317,9 +319,11 @@ def child(argv):
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--tasks", default="lm,gqa")
     parser.add_argument("--profile", default=None)
+    parser.add_argument("--batches", default=None)
     args = parser.parse_args(argv)
     if args.kind == "train":
-        result = train_child(args.name, args.tiny, args.tasks.split(","), args.profile)
+        batches = args.batches and [int(b) for b in args.batches.split(",")]
+        result = train_child(args.name, args.tiny, args.tasks.split(","), args.profile, batches)
     else:
         result = decode_child(args.name, args.tiny)
     Path(args.out).write_text(json.dumps(result))
@@ -376,6 +380,11 @@ def run(argv=()):
                         help="JAX only: trace 3 steps of nemot and keras_hub_gpt2 at the first "
                              "batch size and add their device time by part of the model "
                              "(bench/gpu_profile.py); trace and HLO kept in DIR/<model>")
+    parser.add_argument("--batches", default=None,
+                        help="training batch sizes, comma-separated (default 16,32; 2,4 tiny)")
+    parser.add_argument("--partial", metavar="FILE", default=None,
+                        help="write the result so far to FILE after each model (a run cut "
+                             "short keeps what it measured)")
     args = parser.parse_args(list(argv))
     import keras
 
@@ -387,6 +396,8 @@ def run(argv=()):
                          f"{config.THESIS_OUTPUT_BLOCKS}")
     device, kind = device_info()
     options = (["--tiny"] if args.tiny else []) + ["--tasks", args.tasks]
+    if args.batches:
+        options += ["--batches", args.batches]
     result = {"backend": keras.backend.backend(), "device": device, "device_kind": kind,
               "peak_bf16_tflops": peak_tflops(device), "tiny": args.tiny,
               "tasks": args.tasks, "dtype_policy": "mixed_bfloat16",
@@ -396,11 +407,20 @@ def run(argv=()):
         result["train"][name] = in_child(
             "train", name, options,
             args.profile and name in PROFILED and Path(args.profile, name))
+        write_partial(args.partial, result)
     for name in filter(None, args.decode.split(",")):
         print(f"   decode {name}", flush=True)
         result["decode"][name] = in_child("decode", name, ["--tiny"] if args.tiny else [])
+        write_partial(args.partial, result)
     result["step_ratio"] = ratios(result["train"])
     return result
+
+
+def write_partial(path, result):
+    if path:
+        done = dict(result, step_ratio=ratios(result["train"]))
+        Path(path).write_text(json.dumps(done, indent=2) + "\n")
+        print(json.dumps(done["train"]), flush=True)
 
 
 if __name__ == "__main__":
