@@ -300,7 +300,8 @@ def test_bad_configs_and_directories_are_named(tmp_path):
 def test_a_changed_override_is_refused_and_the_report_never_pools_settings(tmp_path, capsys):
     config = tiny_config(tmp_path, seeds=[0, 1])
     out = tmp_path / "out"
-    assert runs_cli.main(["--config", str(config), "--set", "train.epochs=2"]) == 0
+    quiet = {"log": lambda line: None}
+    runs.run_config(config, overrides=["train.epochs=2"], **quiet)
     assert tomllib.loads((out / "plain" / "seed0" / "config.toml").read_text())[
         "train"] == {"epochs": 2}
     before = read_metrics(out)
@@ -315,8 +316,8 @@ def test_a_changed_override_is_refused_and_the_report_never_pools_settings(tmp_p
     assert json.loads((out / "runs.json").read_text())["overrides"] == ["train.epochs=2"]
 
     # Kept knowingly: the new seed runs with epochs = 1, and no mean pools the two settings.
-    assert runs_cli.main(["--config", str(config), "--seed-list", "0", "1", "2", "--set",
-                          "train.epochs=1", "--keep-stale"]) == 0
+    runs.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], keep_stale=True,
+                    **quiet)
     text, data = runs.report(out)
     rows = data["summary"]
     assert rows["plain (train.epochs = 2)"]["accuracy"]["n"] == 2
@@ -326,8 +327,8 @@ def test_a_changed_override_is_refused_and_the_report_never_pools_settings(tmp_p
     assert "never pooled" in text
 
     # --force reruns every finished run from the start: one setting again, one row each.
-    assert runs_cli.main(["--config", str(config), "--seed-list", "0", "1", "2", "--set",
-                          "train.epochs=1", "--force"]) == 0
+    runs.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], force=True,
+                    **quiet)
     text, data = runs.report(out)
     assert list(data["summary"]) == ["modulated", "plain"]
     assert data["summary"]["plain"]["accuracy"]["n"] == 3
