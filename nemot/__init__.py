@@ -1,16 +1,24 @@
 """nemot: the Neuromodulated Transformer (NeMoT) in Keras 3.
 
 ``import nemot`` is cheap: it loads the configuration only (no TensorFlow, no Keras), so
-that tokenizers and data-preparation workers start fast. The other public names
-(API.md) are imported on first use, and Keras learns the model classes when their
-modules load: ``nemot.load_model(path)`` loads a saved ``.keras`` NeMoT, baseline or
-NGT model (``keras.models.load_model`` works too once ``nemot.models`` is imported).
+that tokenizers and data-preparation workers start fast. The other public names are
+imported on first use, and Keras learns the model classes when their modules load:
+``nemot.load_model(path)`` loads a saved ``.keras`` NeMoT, baseline or NGT model
+(``keras.models.load_model`` works too once ``nemot.models`` is imported).
+
+TensorFlow, when it loads after ``import nemot``, loads without its start-up notices
+(CUDA, oneDNN and CPU-feature lines; :func:`nemot.console.quiet_backend`), in scripts and
+notebooks as on the command line; ``NEMOT_BACKEND_LOGS=1`` keeps them.
 """
 
 import importlib
 
+from nemot import console as _console
 from nemot.config import NeMoTConfig
 from nemot.lazy import lazy_exports
+
+if not _console.backend_logs_wanted():
+    _console.quiet_backend()
 
 __version__ = "0.1.0"
 

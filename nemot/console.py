@@ -7,9 +7,11 @@
   ``NEMOT_DEBUG=1``, shows the traceback of user errors too.
 - **Quiet start.** TensorFlow prints notices when it loads (CUDA stubs, oneDNN, CPU
   features; before its logging is set up, so ``TF_CPP_MIN_LOG_LEVEL`` cannot stop
-  them) and when it looks for GPUs. The command lines load it with standard error
-  closed and set ``TF_CPP_MIN_LOG_LEVEL=2`` unless it is set;
-  ``NEMOT_BACKEND_LOGS=1`` (or ``--debug``) keeps every notice.
+  them) and when it looks for GPUs. ``import nemot`` (so every command line, script,
+  notebook and ``python -m nemot.demo``) has it load with standard error closed, and
+  sets ``TF_CPP_MIN_LOG_LEVEL=2`` (warnings and notices off, errors shown) unless it is
+  set; an exception while it loads still raises with its traceback.
+  ``NEMOT_BACKEND_LOGS=1`` (or ``--debug`` on a command line) keeps every notice.
 """
 
 import argparse
@@ -30,6 +32,16 @@ environment:
   NEMOT_BACKEND_LOGS=1  show TensorFlow's start-up notices (silenced by default)"""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help with the descriptions as written; an action with ``one_value = True``
+    (one that takes a list only to answer a mistaken one) shows a single metavar."""
+
+    def _format_args(self, action, default_metavar):
+        if getattr(action, "one_value", False):
+            return self._metavar_formatter(action, default_metavar)(1)[0]
+        return super()._format_args(action, default_metavar)
+
+
 def describe(doc):
     """Keyword arguments ``description``, ``epilog`` and ``formatter_class`` of a command's
     parser from its module docstring, written for users: the text before ``Examples::``
@@ -41,11 +53,16 @@ def describe(doc):
     examples = textwrap.indent(textwrap.dedent(examples).strip("\n"), "  ")
     epilog = f"examples:\n{examples}\n\n" if examples else ""
     return {"description": head.strip(), "epilog": epilog + ENV_HELP,
-            "formatter_class": argparse.RawDescriptionHelpFormatter}
+            "formatter_class": HelpFormatter}
 
 
 def _env_flag(name):
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def backend_logs_wanted():
+    """Whether ``NEMOT_BACKEND_LOGS`` asks for TensorFlow's start-up notices."""
+    return _env_flag("NEMOT_BACKEND_LOGS")
 
 
 @contextlib.contextmanager
@@ -69,6 +86,17 @@ class _QuietTensorFlow(importlib.abc.MetaPathFinder):
     """Finds ``tensorflow`` as usual, but loads it (and lists its devices, which is when
     CUDA reports a missing driver) with standard error closed. Removes itself once used."""
 
+    set_log_level = False  # whether quiet_backend set TF_CPP_MIN_LOG_LEVEL
+
+    @classmethod
+    def remove(cls):
+        """Take every such finder off ``sys.meta_path`` and unset the log level
+        :func:`quiet_backend` set: TensorFlow then loads as usual."""
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, cls)]
+        if cls.set_log_level and "tensorflow" not in sys.modules:
+            os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+            cls.set_log_level = False
+
     def find_spec(self, name, path=None, target=None):
         if name != "tensorflow":
             return None
@@ -90,7 +118,9 @@ class _QuietTensorFlow(importlib.abc.MetaPathFinder):
 def quiet_backend():
     """Silence TensorFlow's start-up notices for the rest of the process (see the module
     docstring); nothing is imported now. Does nothing once TensorFlow is loaded."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+        _QuietTensorFlow.set_log_level = True
     if "tensorflow" not in sys.modules and not any(
             isinstance(finder, _QuietTensorFlow) for finder in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlow())
@@ -122,7 +152,9 @@ def main(parser, argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in argv or _env_flag("NEMOT_DEBUG")
     args = parser.parse_args([arg for arg in argv if arg != DEBUG_FLAG])
-    if not (debug or _env_flag("NEMOT_BACKEND_LOGS")):
+    if debug or backend_logs_wanted():
+        _QuietTensorFlow.remove()
+    else:
         quiet_backend()
     return run(args.func, args, debug)
 

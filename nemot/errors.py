@@ -103,15 +103,29 @@ def downloads(*keys):
         ) from error
 
 
+# Keras re-raises an error from inside a layer's call with the layer's arguments around
+# the message, which it sets in bold with terminal codes.
+_KERAS_CALL = re.compile(r"Exception encountered when calling .*?\n\n\x1b\[1m(.*?)\x1b\[0m",
+                         re.DOTALL)
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def plain(text):
+    """``text`` as a line for a user: the message alone where Keras wrapped it in the call's
+    context, without terminal codes (bold, colours)."""
+    match = _KERAS_CALL.search(text)
+    return _TERMINAL_CODES.sub("", match.group(1) if match else text)
+
+
 def user_message(error):
     """The one-line message of a user error, or None for an error that is a bug."""
     if isinstance(error, UserError):
-        return str(error)
+        return plain(str(error))
     # Before path errors: a cache miss (FileNotFoundError) may follow the failed download.
     failure = network_failure(error)
     if failure is not None:
         return (f"no network: could not reach {_unreachable(failure)}; pass local paths "
                 "instead of names to download (see the command's --help)")
     if isinstance(error, PATH_ERRORS):
-        return str(error)
+        return plain(str(error))
     return None

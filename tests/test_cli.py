@@ -339,3 +339,83 @@ def test_info_reports_a_wrong_model_config_in_one_line(tmp_path, capsys):
     assert _one_line_error(capsys).startswith(f"error: {path}: ")
     assert cli.main(["info", "--preset", "huge"]) == 2
     assert "huge" in _one_line_error(capsys)
+
+
+def test_import_nemot_loads_tensorflow_without_its_notices_but_keeps_errors():
+    code = """
+import os, sys
+import nemot
+import tensorflow
+os.write(2, b"an error after the load\\n")
+print(os.environ["TF_CPP_MIN_LOG_LEVEL"])
+"""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "NEMOT_BACKEND_LOGS")}
+    result = _python(code, env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr == "an error after the load\n"
+    assert not any(notice in result.stderr for notice in BACKEND_NOTICES)
+    assert result.stdout == "2\n"
+    # NEMOT_BACKEND_LOGS=1: nothing is silenced (no finder, no log level set)
+    shown = _python("import os, sys, nemot, nemot.console as c\n"
+                    "print(any(isinstance(f, c._QuietTensorFlow) for f in sys.meta_path),\n"
+                    "      os.environ.get('TF_CPP_MIN_LOG_LEVEL'))",
+                    dict(env, NEMOT_BACKEND_LOGS="1"))
+    assert shown.stdout == "False None\n", shown.stderr[-2000:]
+
+
+def test_an_error_raised_inside_a_layer_is_one_plain_line():
+    class Refuses(keras.layers.Layer):
+        def call(self, x):
+            raise errors.ConfigError("x.toml: model.d_model = 3: expected a multiple of 4")
+
+    with pytest.raises(errors.ConfigError) as caught:
+        Refuses()(keras.ops.ones((1, 2)))
+    assert "\x1b[" in str(caught.value)  # Keras set the message in bold, with its context
+    assert errors.user_message(caught.value) == (
+        "x.toml: model.d_model = 3: expected a multiple of 4")
+    assert errors.plain("\x1b[31mred\x1b[0m") == "red"
+
+
+@pytest.mark.parametrize("command", [["runs"], ["pals", "run"]])
+def test_seeds_is_a_count_and_a_list_of_seeds_is_pointed_to_seed_list(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*command, "--config", "x.toml", "--seeds", "0", "1", "2"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert "--seeds N runs seeds 0..N-1" in error and "--seed-list 0 1 2" in error
+    with pytest.raises(SystemExit):
+        cli.main([*command, "--help"])
+    shown = capsys.readouterr().out
+    assert "--seeds N " in shown and "N [N ...]" not in shown and "--keep-stale" in shown
+
+
+def test_a_paper_run_takes_exactly_the_flags_of_nemot_runs():
+    parser = cli.build_parser()
+    flags = ["--config", "c.toml", "--seeds", "3", "--variants", "a", "b", "--set", "x.y=1",
+             "--set", "z=[1, 2]", "--jobs", "2", "--force", "--keep-stale"]
+    keys = ("config", "seeds", "seed_list", "variants", "overrides", "jobs", "force",
+            "keep_stale")
+    runs = vars(parser.parse_args(["runs", *flags]))
+    for paper in ("pals", "ngt", "hypergrid"):
+        run = vars(parser.parse_args([paper, "run", *flags]))
+        assert {k: run[k] for k in keys} == {k: runs[k] for k in keys}
+    assert runs["seeds"] == 3 and runs["overrides"] == ["x.y=1", "z=[1, 2]"]
+    listed = vars(parser.parse_args(["ngt", "run", "--config", "c", "--seed-list", "3", "4"]))
+    assert listed["seed_list"] == [3, 4] and listed["seeds"] is None
+
+
+def test_a_paper_run_refuses_another_papers_config(tmp_path, capsys):
+    config = tmp_path / "x.toml"
+    config.write_text('reproduction = "modact"\nname = "x"\noutput_dir = "o"\n')
+    assert cli.main(["pals", "run", "--config", str(config)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {config}: reproduction = 'modact': expected a pals config; run it with "
+        f"`nemot runs --config {config}`\n")
+
+
+def test_default_output_folders_are_ignored_by_git():
+    paths = ["runs/pals/table2/report.md", "synthetic/data/ids-sst-train.csv"]
+    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True,
+                             text=True, check=False).stdout.split()
+    assert ignored == paths

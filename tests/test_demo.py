@@ -1,24 +1,44 @@
 """`make demo` in its fast mode: C4-format corpus from pydoc_data, pre-training lowers the
-validation perplexity, fine-tuning writes the ♣ / ♠ / last models, a results table."""
+validation perplexity, fine-tuning writes the ♣ / ♠ / last models, a results table; and
+the fine-tuning learns its task under several seeds, with TensorFlow's oneDNN operations
+on and off (they change the float rounding as another CPU does)."""
 
+import contextlib
 import csv
 import gzip
+import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import keras
+import pytest
 
 from nemot import demo
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def test_demo_fast_mode(tmp_path, capsys):
-    out = tmp_path / "demo"
-    assert demo.main(["--out", str(out), "--fast"]) == 0
+
+@pytest.fixture(scope="module")
+def fast_demo(tmp_path_factory):
+    """The fast demo's output directory and what it printed."""
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert demo.main(["--out", str(out), "--fast"]) == 0
+    return out, printed.getvalue()
+
+
+def test_demo_fast_mode(fast_demo):
+    out, printed = fast_demo
     summary = json.loads((out / "summary.json").read_text())
     # Untrained: about the vocabulary size; 30 steps of pre-training cut it many times.
     assert summary["initial_perplexity"] > 10000
     assert summary["final_perplexity"] < summary["initial_perplexity"] / 5
-    assert summary["pretrain_steps"] == 30 and summary["finetune_steps"] == 20
-    printed = capsys.readouterr().out
+    assert summary["pretrain_steps"] == 30 and summary["finetune_steps"] == 100
+    assert summary["test_accuracy"] >= 0.8  # the fast mode learns its task too
     assert "validation perplexity, pre-trained" in printed and str(out / "finetune") in printed
     # It says which phase it is in, in order, and how long each took.
     starts = [printed.index(f"[{i}/4] {name}") for i, name in enumerate(demo.Phases.NAMES, 1)]
@@ -45,6 +65,34 @@ def test_demo_fast_mode(tmp_path, capsys):
     with open(out / "pretrain" / "results.csv", newline="") as handle:
         pre_rows = list(csv.DictReader(handle))
     assert abs(float(pre_rows[-1]["val_perplexity"]) / summary["final_perplexity"] - 1) < 1e-6
+
+
+# Fine-tunes the fast demo's pre-trained model under each seed; prints the test accuracies.
+FINE_TUNE = """
+import json, sys
+from pathlib import Path
+from nemot import demo
+init, out = Path(sys.argv[1]), Path(sys.argv[2])
+accuracies = []
+for seed in (0, 1, 2):
+    demo.finetune(out / f"seed{seed}", init, demo.FAST, seed=seed)
+    accuracies.append(demo.evaluate(out / f"seed{seed}" / "model_best_metric.keras", demo.FAST))
+print(json.dumps(accuracies))
+"""
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_fine_tuning_learns_under_three_seeds_whatever_the_rounding(fast_demo, onednn,
+                                                                   tmp_path):
+    out, _ = fast_demo
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn, PYTHONPATH=str(ROOT))
+    result = subprocess.run(
+        [sys.executable, "-c", FINE_TUNE, str(out / "pretrain" / "model_last.keras"),
+         str(tmp_path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    accuracies = json.loads(result.stdout.splitlines()[-1])
+    print(f"TF_ENABLE_ONEDNN_OPTS={onednn}: test accuracies {accuracies}")
+    assert len(accuracies) == 3 and min(accuracies) >= 0.8, accuracies
 
 
 def test_corpus_is_real_english_in_c4_layout(tmp_path):

@@ -6,6 +6,7 @@ run (``reproduction = "tests.test_runs"``): its runs return made-up metrics at o
 
 import json
 import math
+import re
 import statistics
 import tomllib
 import types
@@ -16,6 +17,7 @@ import pytest
 from scipy import stats
 
 from nemot import runs, runs_cli
+from nemot.experiments import protocol, report
 
 A = [0.7790, 0.7712, 0.7845, 0.7801, 0.7766, 0.7838, 0.7759]
 B = [0.7749, 0.7601, 0.7812, 0.7688, 0.7702, 0.7655]
@@ -29,22 +31,26 @@ BASE = {"modulated": 0.80, "plain": 0.70, "other": 0.75}
 
 
 def load(path, overrides=()):
-    raw = tomllib.loads(Path(path).read_text())
-    for text in overrides:
-        key, value = text.split("=", 1)
-        raw[key] = value
+    raw = runs.apply_overrides(tomllib.loads(Path(path).read_text()), overrides, ("train",))
     table = {"table": raw["table"]} if "table" in raw else {}
     return types.SimpleNamespace(name=raw["name"], output_dir=raw["output_dir"],
-                                 seeds=tuple(raw["seeds"]), variants=raw["variants"], **table)
+                                 seeds=tuple(raw["seeds"]), variants=raw["variants"],
+                                 train=raw.get("train", {}), **table)
 
 
 def variants(experiment):
     return list(experiment.variants)
 
 
+def resolved_toml(experiment, variant, seed):
+    return protocol.resolved_toml("tests.test_runs", experiment.name, variant, seed,
+                              {"train": experiment.train})
+
+
 def run_one(experiment, variant, seed, run_dir):
     (Path(run_dir) / "trained.txt").write_text(f"{variant} {seed}")
-    return {"accuracy": BASE[variant] + 0.01 * seed + 0.003 * seed ** 2, "loss": 1.0 + seed}
+    return {"accuracy": BASE[variant] + 0.01 * seed + 0.003 * seed ** 2
+            + 0.05 * experiment.train.get("epochs", 0), "loss": 1.0 + seed}
 
 
 def tiny_config(tmp_path, seeds=(0, 1, 2), head="", variants=("modulated", "plain")):
@@ -105,10 +111,10 @@ def test_runs_over_two_seeds_then_reports_beside_the_paper(tmp_path, capsys):
     printed = capsys.readouterr().out
 
     modulated, plain = [0.80, 0.813], [0.70, 0.713]
-    s = runs.summarize(modulated)
-    assert f"| modulated | 2 | {s.mean:.4f} ± {s.sd:.4f} | [{s.ci_low:.4f}, {s.ci_high:.4f}] " \
+    s = runs.summarize(modulated, kind="proportion")  # an accuracy: a logit interval
+    assert f"| modulated | 2 | {s.mean:.4f} | {s.sd:.4f} | [{s.ci_low:.4f}, {s.ci_high:.4f}] " \
            "| 0.7790 |" in printed
-    assert "| plain | 2 | 0.7065 ± 0.0092 |" in printed and "| 0.7750 |" in printed
+    assert "| plain | 2 | 0.7065 | 0.0092 |" in printed and "| 0.7750 |" in printed
     p = stats.ttest_ind(modulated, plain, equal_var=False).pvalue
     assert "| modulated vs plain | 0.1000 |" in printed and f"| {p:.4f} |" in printed
     assert "Paper: made-up numbers" in printed
@@ -202,6 +208,7 @@ def test_the_report_is_valid_json_and_draws_the_figure(tmp_path):
     one = data["summary"]["plain"]["accuracy"]
     assert one["n"] == 1 and one["sd"] is None and one["ci_low"] is None  # NaN -> null
     assert data["tests"]["accuracy"]["modulated vs plain"]["p"] is None
+    assert "No test (–) where a row has one run." in text
     assert runs.json_safe({"a": [math.inf, 1.0], "b": math.nan}) == {"a": [None, 1.0],
                                                                      "b": None}
     figure = out / runs.FIGURE
@@ -286,3 +293,200 @@ def test_bad_configs_and_directories_are_named(tmp_path):
     (out / "plain" / "seed0" / "metrics.json").write_text("{not json")
     with pytest.raises(ValueError, match="seed0/metrics.json: not valid JSON"):
         runs.report(out)
+
+
+# ------------------------------------------------ finished runs are reused only alike
+
+def test_a_changed_override_is_refused_and_the_report_never_pools_settings(tmp_path, capsys):
+    config = tiny_config(tmp_path, seeds=[0, 1])
+    out = tmp_path / "out"
+    quiet = {"log": lambda line: None}
+    runs.run_config(config, overrides=["train.epochs=2"], **quiet)
+    assert tomllib.loads((out / "plain" / "seed0" / "config.toml").read_text())[
+        "train"] == {"epochs": 2}
+    before = read_metrics(out)
+    capsys.readouterr()
+    # The same folder, another value: a one-line refusal naming the key and the run.
+    assert runs_cli.main(["--config", str(config), "--set", "train.epochs=1"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith(f"error: {out / 'modulated' / 'seed0'}")
+    assert "differing in train.epochs" in error and "train.epochs = 2 (recorded), 1 (now)" in error
+    assert "--force" in error and "--keep-stale" in error
+    assert read_metrics(out) == before  # nothing ran, nothing was rewritten
+    assert json.loads((out / "runs.json").read_text())["overrides"] == ["train.epochs=2"]
+
+    # Kept knowingly: the new seed runs with epochs = 1, and no mean pools the two settings.
+    runs.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], keep_stale=True,
+                    **quiet)
+    text, data = runs.report(out)
+    rows = data["summary"]
+    assert rows["plain (train.epochs = 2)"]["accuracy"]["n"] == 2
+    assert rows["plain (train.epochs = 1)"]["accuracy"]["values"] == [pytest.approx(0.782)]
+    assert "plain" not in rows
+    assert "| train.epochs | `2` | `1` | `2` | `1` |" in text  # the header, from the runs
+    assert "never pooled" in text
+
+    # --force reruns every finished run from the start: one setting again, one row each.
+    runs.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], force=True,
+                    **quiet)
+    text, data = runs.report(out)
+    assert list(data["summary"]) == ["modulated", "plain"]
+    assert data["summary"]["plain"]["accuracy"]["n"] == 3
+    assert data["settings"]["train.epochs"] == 1 and "| train.epochs | `1` |" in text
+    assert "train.epochs=2" not in text  # the header is the runs', not an old command's
+
+
+def test_runs_of_older_code_or_without_a_record_are_not_reused(tmp_path, monkeypatch):
+    import sys
+
+    config = tiny_config(tmp_path, seeds=[0])
+    out = runs.run_config(config, log=lambda line: None)
+    assert json.loads((out / "plain" / "seed0" / "version.json").read_text()) == {
+        "code_version": 1}
+    monkeypatch.setattr(sys.modules[__name__], "CODE_VERSION", 2, raising=False)
+    with pytest.raises(protocol.StaleRuns, match="code_version = 1 \\(recorded\\), 2 \\(now\\)"):
+        runs.run_config(config, log=lambda line: None)
+    monkeypatch.undo()
+    (out / "plain" / "seed0" / "config.toml").unlink()
+    with pytest.raises(protocol.StaleRuns, match="plain/seed0: finished with other settings"):
+        runs.run_config(config, log=lambda line: None)
+    # what only says how a run reports its progress is not compared
+    assert not protocol.differences({"train.verbose": 0, "a": 1}, {"train.verbose": 2, "a": 1})
+    assert protocol.differences({"a": 1, "m.vocab": 5}, {"a": 1}, derived=("m.vocab",)) == []
+    assert protocol.differences({"a": 1, "m.vocab": 5}, {"a": 1}) == [("m.vocab", 5, None)]
+
+
+# ------------------------------------------------ intervals that respect their metric
+
+def _by_hand(values, transform, inverse):
+    z = [transform(v) for v in values]
+    half = stats.t.ppf(0.975, len(z) - 1) * np.std(z, ddof=1) / math.sqrt(len(z))
+    return inverse(np.mean(z) - half), inverse(np.mean(z) + half)
+
+
+def logit(p):
+    return math.log(p / (1 - p))
+
+
+def expit(z):
+    return 1 / (1 + math.exp(-z))
+
+
+@pytest.mark.parametrize("n", [2, 30])
+def test_accuracy_and_correlation_intervals_stay_inside_their_range(n):
+    rng = np.random.default_rng(n)
+    accuracies = [0.5, 0.95] if n == 2 else list(rng.uniform(0.90, 0.999, n))
+    s = runs.summarize(accuracies, kind="proportion")
+    assert (s.ci_low, s.ci_high) == pytest.approx(_by_hand(accuracies, logit, expit), rel=1e-9)
+    assert 0 < s.ci_low < s.ci_high < 1 and s.mean == pytest.approx(np.mean(accuracies))
+    # the t interval of the raw values leaves [0, 1] at n = 2 (t = 12.7)
+    assert n == 30 or runs.summarize(accuracies).ci_high > 1
+    correlations = [0.2, 0.99] if n == 2 else list(rng.uniform(0.95, 0.999, n))
+    r = runs.summarize(correlations, kind="correlation")
+    assert (r.ci_low, r.ci_high) == pytest.approx(                     # Fisher's z
+        _by_hand(correlations, math.atanh, math.tanh), rel=1e-9)
+    assert -1 < r.ci_low < r.ci_high < 1
+    percent = runs.summarize([100 * a for a in accuracies], kind="percent")
+    assert (percent.ci_low, percent.ci_high) == pytest.approx((100 * s.ci_low, 100 * s.ci_high))
+    with pytest.raises(ValueError, match="expected values in \\[0, 1\\]"):
+        runs.summarize([0.5, 1.2], kind="proportion")
+
+
+def test_one_run_has_no_interval_and_identical_values_no_test(tmp_path):
+    one = runs.summarize([0.7], kind="proportion")
+    assert one.n == 1 and math.isnan(one.sd) and math.isnan(one.ci_low)
+    same = runs.summarize([19470.0] * 3, kind="count")
+    assert (same.sd, same.ci_low, same.ci_high) == (0.0, 19470.0, 19470.0)
+    assert all(math.isnan(x) for x in runs.welch([1.0, 1.0], [2.0, 2.0]))
+    assert report.metric_kind("sts_pearson") == "correlation"
+    assert report.metric_kind("quora_acc") == "proportion"
+    assert report.metric_kind("added_parameters") == "count"
+    assert report.metric_kind("loss") == "mean"
+    assert report.metric_kind("avg", types.SimpleNamespace(METRIC_KINDS={"*": "percent"})) \
+        == "percent"
+
+
+def test_reports_print_no_interval_for_one_run_and_counts_as_integers(tmp_path, monkeypatch):
+    import sys
+    import warnings
+
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "run_one", lambda experiment, variant, seed, run_dir: {
+        "accuracy": 0.5 + 0.1 * seed, "added_parameters": 19470.0 if variant == "plain" else 0.0,
+        "score_r": 0.3 + 0.2 * seed})
+    out = runs.run_config(tiny_config(tmp_path, seeds=[0]), log=lambda line: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no precision warning from identical values
+        text = runs.write_report(out)
+    assert "| plain | 1 | 19,470 | – | – |" in text and "±" not in text
+    assert "A row of one run has no SD and no interval." in text
+    assert "(n = 1: no interval)" in _titles(runs.report(out)[1])
+    runs.run_config(tiny_config(tmp_path, seeds=[0, 1]), log=lambda line: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text, data = runs.report(out)
+    assert "| plain | 2 | 19,470 | 0 | – |" in text
+    assert "`added_parameters` does not vary" in text
+    tested = data["tests"]["added_parameters"]["modulated vs plain"]
+    assert tested["difference"] == -19470 and math.isnan(tested["p"])
+    low, high = data["summary"]["plain"]["accuracy"]["ci_low"], data["summary"]["plain"][
+        "accuracy"]["ci_high"]
+    assert 0 < low < 0.5 and 0.6 < high < 1  # two seeds: wide, but inside [0, 1]
+    assert -1 < data["summary"]["plain"]["score_r"]["ci_low"]
+    assert data["summary"]["plain"]["score_r"]["ci_high"] < 1
+    assert "Fisher's z" in text
+
+
+def _titles(data):
+    figure = report.report_figure(data)
+    return " ".join([figure.get_suptitle()] + [ax.get_title() for ax in figure.axes])
+
+
+# ------------------------------------------------------------ figures a reader can read
+
+def test_each_row_keeps_its_colour_the_legend_stays_off_the_panels_and_ticks_apart():
+    from matplotlib.colors import to_hex
+
+    variants = ["none", "nemot_gate", "ngt_block", "pals"]
+    summary = {v: {"sst_accuracy": {"n": 5, "mean": 0.30 + 0.02 * i, "sd": 0.01,
+                                    "ci_low": 0.29 + 0.02 * i, "ci_high": 0.31 + 0.02 * i,
+                                    "paper": 0.52},
+                   "score": {"n": 5, "mean": 0.55 + 0.01 * i, "sd": 0.01,
+                             "ci_low": 0.54 + 0.01 * i, "ci_high": 0.56 + 0.01 * i},
+                   "added_parameters": {"n": 5, "mean": cost, "sd": 0.0, "ci_low": cost,
+                                        "ci_high": cost}}
+               for i, (v, cost) in enumerate(zip(variants, [0, 350464, 150144, 19470]))}
+    data = {"manifest": {"name": "x"}, "summary": summary,
+            "kinds": {"sst_accuracy": "proportion", "score": "proportion",
+                      "added_parameters": "count"}}
+    figure = report.report_figure(data, baseline="none")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    colours = {}
+    for ax in figure.axes[:3]:                    # the interval panels: rows by y position
+        names = [t.get_text() for t in ax.get_yticklabels()]
+        for line in ax.lines:
+            if line.get_marker() == "o":
+                colours.setdefault(names[int(line.get_ydata()[0])], set()).add(
+                    to_hex(line.get_color()))
+    scatter = figure.axes[3]                      # score against cost: rows by x position
+    for line in scatter.lines:
+        if line.get_marker() == "o":
+            row = variants[[summary[v]["added_parameters"]["mean"] for v in variants].index(
+                line.get_xdata()[0])]
+            colours[row].add(to_hex(line.get_color()))
+    assert all(len(found) == 1 for found in colours.values()), colours
+    assert len({next(iter(c)) for c in colours.values()}) == len(variants)
+    legend = figure.legends[0].get_window_extent(renderer)
+    assert not any(legend.overlaps(ax.get_window_extent(renderer)) for ax in figure.axes
+                   if ax.get_visible())
+    for ax in figure.axes:
+        if not ax.get_visible():
+            continue
+        boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])), ax.get_title()
+    labels = [t.get_text() for t in figure.axes[2].get_xticklabels()]
+    assert labels and all(re.fullmatch(r"−?\d+k?", label) for label in labels), labels
+    # a 0.02 spread of accuracies is drawn on at least 0.05 of the axis, with the paper's
+    low, high = figure.axes[0].get_xlim()
+    assert high - low >= 0.05 and low < 0.29 and high > 0.52

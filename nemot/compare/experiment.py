@@ -73,6 +73,8 @@ PAD, UNK, CLS, SEP = range(4)
 VOCABULARIES = ("train", "gpt2")
 # `nemot runs report` writes every mechanism's tests against this variant.
 BASELINE = "none"
+# The minBERT score averages SST and Quora accuracies and STS's (r + 1) / 2: in [0, 1].
+METRIC_KINDS = {"score": "proportion", "val_metric": "proportion"}
 PAPER_NOTES = {
     "minbert": "no paper ran this comparison: each reported its mechanism against its own "
                "plain baseline (NeMoT thesis, NGT, PALs = seed 002, HyperGrid, modulated "
@@ -451,6 +453,19 @@ def compile_model(model, train):
                   jit_compile=train.jit_compile, run_eagerly=train.run_eagerly)
 
 
+def resolved_toml(experiment, variant, seed):
+    """The settings one run uses, as TOML (its ``config.toml``)."""
+    if isinstance(experiment, pool.Experiment):
+        return pool.resolved_toml(experiment, variant, seed)
+    mechanism, options = mechanism_of(experiment.variants, variant,
+                                      where=f"{experiment.source}: [variants.{variant}]")
+    return dump_toml({"reproduction": "compare", "name": experiment.name, "variant": variant,
+                      "seed": seed, "mechanism": mechanism, "model": dict(experiment.model),
+                      "options": _plain(dict(options)),
+                      "data": _plain(dataclasses.asdict(experiment.data)),
+                      "train": _plain(dataclasses.asdict(experiment.train))})
+
+
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` with ``seed`` into ``run_dir``, score it on the held-out files and
     time it against ``none``; returns the metrics (module docstring)."""
@@ -469,11 +484,6 @@ def run_one(experiment, variant, seed, run_dir):
                           mode=train.sampling, epochs=train.epochs,
                           steps_per_epoch=train.steps_per_epoch, seed=seed)
     model_settings = settings(experiment, variant, encoder.vocab_size)
-    resolved = {"reproduction": "compare", "name": experiment.name, "variant": variant,
-                "seed": seed, "mechanism": model_settings.mechanism,
-                "model": dict(experiment.model),
-                "options": _plain(model_settings.options), "data": _plain(dataclasses.asdict(data)),
-                "train": _plain(dataclasses.asdict(train))}
     data_ready = time.time()
     result = loop.run(
         lambda: _built(model_settings), train_source(ids, labels, sampler, train, seed),
@@ -481,7 +491,7 @@ def run_one(experiment, variant, seed, run_dir):
                          steps_per_epoch=train.steps_per_epoch, keep_checkpoints=1,
                          jit_compile=train.jit_compile, verbose=train.verbose),
         run_dir, compile_model=lambda model: compile_model(model, train), seed=seed,
-        config_toml=dump_toml(resolved))
+        config_toml=resolved_toml(experiment, variant, seed))
     trained = time.time()
     model = result.model
     metrics = {}

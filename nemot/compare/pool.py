@@ -128,6 +128,11 @@ def build(experiment, variant, cfg, mechanism=None):
     return model
 
 
+def resolved_toml(experiment, variant, seed):
+    """The run config of one run, as TOML (its ``config.toml``)."""
+    return rc.dump_toml(run_config(experiment, variant, seed).to_dict())
+
+
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` with ``seed`` on the run config's data into ``run_dir``; returns
     ``val_metric``, ``val_loss``, ``added_parameters`` and ``step_time_ratio``."""
@@ -141,7 +146,7 @@ def run_one(experiment, variant, seed, run_dir):
     pipelines.check_task_tokens(task_tokens or {}, cfg.model)
     result = loop.run(lambda: build(experiment, variant, cfg), source, cfg.train, run_dir,
                       compile_model=lambda model: trainer.compile_model(model, cfg), seed=seed,
-                      config_toml=rc.dump_toml(cfg.to_dict()))
+                      config_toml=resolved_toml(experiment, variant, seed))
     metrics = {key: result.best[key] for key in ("val_metric", "val_loss")
                if result.best.get(key) is not None}
     keras.utils.set_random_seed(seed)

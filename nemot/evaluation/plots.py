@@ -220,26 +220,30 @@ def histograms(values_by_variant, bins=12):
     return edges, {v: np.histogram(x, edges)[0] for v, x in shown.items()}
 
 
-def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12):
+def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12, colours=None):
     """One histogram per variant of a metric's values over seeds, on shared bins (the form
-    of seed 003's Table 8), each with its mean as a dashed line; returns the
-    :func:`histograms` drawn.
+    of the modulated-activation paper's Table 8), each with its mean as a dashed line;
+    returns the :func:`histograms` drawn.
 
     Args:
         values_by_variant: ``{variant: [value per run]}``.
         out_png: where the PNG goes.
         metric: the axis label.
         bins: the number of bins over the range of all values.
+        colours: ``{variant: matplotlib colour}`` (default one per variant, in order), so
+            that a variant keeps its colour of another figure.
     """
     edges, counts = histograms(values_by_variant, bins)
+    colours = colours or {v: f"C{i % 10}" for i, v in enumerate(values_by_variant)}
     figure = _figure((5.5, 1.5 * len(counts) + 0.8))
     axes = figure.subplots(len(counts), 1, sharex=True, squeeze=False)[:, 0]
     for ax, (variant, count) in zip(axes, counts.items()):
-        ax.stairs(count, edges, fill=True, color="C0", alpha=0.8)
+        ax.stairs(count, edges, fill=True, color=colours[variant], alpha=0.8)
         ax.axvline(np.mean(values_by_variant[variant]), color="0.2", linestyle="--",
                    linewidth=1)
         ax.set_ylabel(f"{variant}\n(n={int(count.sum())})")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[-1].xaxis.set_major_locator(MaxNLocator(nbins=6))
     axes[-1].set_xlabel(metric)
     figure.suptitle(title or f"{metric} over runs")
     figure.savefig(out_png, dpi=120)

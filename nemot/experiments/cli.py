@@ -1,17 +1,63 @@
 """``nemot runs``: run a reproduction's config over seeds, and report the statistics.
 
+A finished run is reused only while its recorded settings (its ``config.toml`` and code
+version) equal this command's; otherwise the command stops and names them: ``--force``
+reruns them, ``--keep-stale`` keeps them (reported apart, never pooled). Every paper's
+``nemot <paper> run`` takes the same flags.
+
 Examples::
 
     nemot runs --config configs/modact/names_lstm.toml              # the config's seeds
     nemot runs --config configs/modact/names_lstm.toml --seeds 30   # seeds 0..29
     nemot runs --config configs/modact/cifar10_cnn.toml --seed-list 3 4 --jobs 2 \\
-        --set train.epochs=10
+        --set train.epochs=10 --set train.batch_size=64
     nemot runs report runs/modact/names_lstm
     nemot runs retime results/compare/minbert     # step times measured again, one by one
 """
 
+import argparse
+
 from nemot import console
 from nemot.errors import UserError
+
+
+class SeedCount(argparse.Action):
+    """``--seeds N``: seeds 0..N-1. Takes the values a mistaken ``--seeds 0 1 2`` gives, to
+    answer with ``--seed-list`` rather than an unrelated parsing error."""
+
+    one_value = True  # console.HelpFormatter shows "--seeds N"
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if len(values) != 1:
+            parser.error(f"{option_string} N runs seeds 0..N-1 and takes one number; for the "
+                         f"seeds {' '.join(map(str, values))} give --seed-list "
+                         f"{' '.join(map(str, values))}")
+        if values[0] < 1:
+            parser.error(f"{option_string} {values[0]}: expected at least 1 (seeds 0..N-1)")
+        setattr(namespace, self.dest, values[0])
+
+
+def add_run_flags(parser, config_help="an experiment TOML with a top-level `reproduction`"):
+    """The flags of a run of an experiment config, the same for ``nemot runs`` and every
+    paper's ``run``: ``--config``, ``--seeds N`` or ``--seed-list S ...``, ``--variants``,
+    ``--set KEY=VALUE`` (repeatable), ``--jobs``, ``--force``, ``--keep-stale``."""
+    parser.add_argument("--config", help=config_help)
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, nargs="+", action=SeedCount, metavar="N",
+                       help="seeds 0..N-1 (default: the config's `seeds`)")
+    seeds.add_argument("--seed-list", type=int, nargs="+", metavar="S", help="these seeds")
+    parser.add_argument("--variants", nargs="+", help="only these variants (default: all)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config value, e.g. "
+                                                  "train.epochs=1 (repeat --set for each)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="1: one run after the other in this process (default); N: up to "
+                             "N runs at a time, each in its own process")
+    parser.add_argument("--force", action="store_true",
+                        help="rerun finished runs (each from the start)")
+    parser.add_argument("--keep-stale", action="store_true",
+                        help="reuse finished runs whose recorded settings differ from this "
+                             "command's (the report shows them apart)")
 
 
 def add_parser(subparsers):
@@ -19,21 +65,9 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "runs", help="run a reproduction config over seeds; `runs report DIR` for statistics",
         allow_abbrev=False, **console.describe(__doc__))
-    parser.add_argument("--config", help="an experiment TOML with a top-level `reproduction`")
-    seeds = parser.add_mutually_exclusive_group()
-    seeds.add_argument("--seeds", type=int, metavar="N", help="seeds 0..N-1 (default: the "
-                       "config's `seeds`)")
-    seeds.add_argument("--seed-list", type=int, nargs="+", metavar="S", help="these seeds")
-    parser.add_argument("--variants", nargs="+", help="only these variants")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="1: one run after the other in this process (default); N: up to "
-                             "N runs at a time, each in its own process")
-    parser.add_argument("--force", action="store_true", help="rerun finished runs")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a config value (repeatable), e.g. "
-                                                  "train.epochs=1")
+    add_run_flags(parser)
     commands = parser.add_subparsers(dest="runs_command")
-    report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch's t-test of "
+    report = commands.add_parser("report", help="mean, SD, 95%% CI and Welch's t-test of "
                                  "the finished runs in DIR, beside the paper's numbers")
     report.add_argument("dir", help="an output_dir written by `nemot runs --config`")
     retime = commands.add_parser(
@@ -74,39 +108,54 @@ def main_runs(args):
         return 0
     if not args.config:
         args.runs_parser.error("give --config FILE (or `runs report DIR`)")
+    return run_configured(args)
+
+
+def run_configured(args, reproduction=None):
+    """Run the config of parsed :func:`add_run_flags` arguments, then print the report;
+    ``reproduction``: the config must be one of it (a paper's ``run``)."""
+    from nemot.experiments import protocol
+    from nemot.experiments.report import write_report
+
+    if reproduction is not None and protocol.reproduction_of(args.config) != reproduction:
+        raise UserError(f"{args.config}: reproduction = "
+                        f"{protocol.reproduction_of(args.config)!r}: expected a "
+                        f"{reproduction} config; run it with `nemot runs --config "
+                        f"{args.config}`")
     seeds = list(range(args.seeds)) if args.seeds is not None else args.seed_list
-    out = runs.run_config(args.config, seeds=seeds, variants=args.variants,
-                          overrides=args.overrides, jobs=args.jobs, force=args.force)
+    out = protocol.run_config(args.config, seeds=seeds, variants=args.variants,
+                              overrides=args.overrides, jobs=args.jobs, force=args.force,
+                              keep_stale=args.keep_stale)
     print(write_report(out))
     return 0
 
 
 def add_paper_commands(commands, paper):
-    """Add a paper's ``run`` and ``report`` (the protocol's, as ``nemot runs``) to the
-    subparsers ``commands`` of ``nemot <paper>``; :func:`run_paper_command` runs them."""
-    run = commands.add_parser("run", help="train every (variant, seed) of a config not "
-                              "finished yet into <output_dir>/<variant>/seed<k>/, then report")
-    run.add_argument("--config", required=True, help=f"an experiment TOML (configs/{paper}/)")
-    run.add_argument("--variants", nargs="+", help="only these variants (default: all)")
-    run.add_argument("--seeds", nargs="+", type=int, help="these seeds (default: the "
-                                                          "config's `seeds`)")
-    run.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
-                     help="override config values, e.g. train.epochs=1 data.dir=path")
-    report = commands.add_parser("report", help="mean ± SD, 95%% CI and Welch tests over "
-                                 "seeds beside the paper's numbers, and the figure")
+    """Add a paper's ``run`` and ``report`` to the subparsers ``commands`` of ``nemot
+    <paper>``: ``nemot <paper> run`` is ``nemot runs`` for a config of that paper, with
+    the same flags (:func:`add_run_flags`), and ``nemot <paper> report DIR`` is ``nemot
+    runs report DIR``; :func:`run_paper_command` runs them."""
+    run = commands.add_parser(
+        "run", help="train every (variant, seed) of a config not finished yet into "
+                    "<output_dir>/<variant>/seed<k>/, then report (as `nemot runs`)",
+        formatter_class=console.HelpFormatter, allow_abbrev=False)
+    add_run_flags(run, config_help=f"an experiment TOML (configs/{paper}/)")
+    run.set_defaults(paper_run_parser=run)
+    report = commands.add_parser("report", help="mean, SD, 95%% CI and Welch tests over "
+                                 "seeds beside the paper's numbers, and the figure (as "
+                                 "`nemot runs report`)")
     report.add_argument("output_dir", help="a config's output_dir")
     return run, report
 
 
-def run_paper_command(command, args):
+def run_paper_command(command, args, paper):
     """Run ``run`` or ``report`` of :func:`add_paper_commands`; False for another command."""
-    from nemot.experiments import protocol
     from nemot.experiments.report import write_report
 
     if command == "run":
-        out = protocol.run_config(args.config, seeds=args.seeds, variants=args.variants,
-                                  overrides=args.set)
-        print(write_report(out))
+        if not args.config:
+            args.paper_run_parser.error("the following arguments are required: --config")
+        run_configured(args, reproduction=paper)
     elif command == "report":
         print(write_report(args.output_dir))
     return command in ("run", "report")

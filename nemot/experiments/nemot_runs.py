@@ -30,6 +30,8 @@ from nemot.training.trainer import train
 TABLES = ("run_config", "overrides")
 # The thesis' numbers the shipped experiments compare with (Table 3.4, best validation).
 PAPER = {"race_modulation/thesis": {"val_metric": 0.6002}}
+# The ♠ metric (accuracy, F1, ROUGE-L) is a fraction.
+METRIC_KINDS = {"val_metric": "proportion"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +74,12 @@ def run_config(experiment, variant, seed):
         data.setdefault(table, {}).update(values)
     data.update(name=f"{experiment.name}-{variant}-seed{seed}", seed=seed)
     return rc.run_config_from_dict(data, source=f"{experiment.source} [variants.{variant}]")
+
+
+def resolved_toml(experiment, variant, seed):
+    """The run config of one run, as TOML (its ``config.toml``; the trainer writes the same
+    to ``run_config.toml``)."""
+    return rc.dump_toml(run_config(experiment, variant, seed).to_dict())
 
 
 def run_one(experiment, variant, seed, run_dir):

@@ -1,5 +1,5 @@
-"""The experiment protocol every reproduction uses: multi-seed runs of a TOML config
-(issue 18), with ``--set`` overrides, variants, seeds, the resolved config beside each run
+"""The experiment protocol every reproduction uses: multi-seed runs of a TOML config,
+with ``--set`` overrides, variants, seeds, the resolved config beside each run
 and the epoch selected on a named split; :mod:`nemot.experiments.report` gives the
 statistics, report and figure, :mod:`nemot.experiments.config` reads the typed settings.
 
@@ -15,6 +15,19 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
 - ``variants(experiment) -> [names]``, in the paper's column order.
 - ``run_one(experiment, variant, seed, run_dir) -> {metric: float}``: trains and
   evaluates one run, writing what it likes into ``run_dir``.
+- ``resolved_toml(experiment, variant, seed) -> str``: the settings one run uses, as a
+  TOML config of that run (:func:`resolved_toml` writes one). The protocol writes it to the
+  run's ``config.toml`` before ``run_one``, and reuses a finished run only while it equals
+  what the command would run now (:func:`stale_runs`).
+- optionally ``CODE_VERSION = <int>`` (default 1): bumped when a change of the recipe's
+  code changes what a run of the same settings computes; recorded beside each finished
+  run (``version.json``), so that runs of older code are not reused unknowingly.
+- optionally ``DERIVED_KEYS = ("model.vocab_size", ...)``: keys of ``config.toml`` that
+  ``run_one`` adds from the data, not from the settings (not compared).
+- optionally ``METRIC_KINDS = {metric: kind}`` (``"*"``: every other metric): what a
+  metric is (:data:`nemot.experiments.report.KINDS`: proportion, percent, correlation,
+  count, mean), which decides its interval and how it is printed; by default the kind
+  follows the metric's name.
 - ``PAPER = {key: {metric: number}}``: the paper's numbers, keyed by
   ``"<experiment name>/<variant>"`` or by ``"<variant>"`` alone; optionally
   ``PAPER_NOTES = {experiment name: text}`` printed under the report. An Experiment with
@@ -36,6 +49,7 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
                                    seeds, synthetic
     <variant>/seed<k>/metrics.json {metric: value}, written when the run finished
     <variant>/seed<k>/config.toml  the settings the run used (:func:`resolved_toml`)
+    <variant>/seed<k>/version.json {"code_version": n}, written when the run finished
     report.md, report.json         from :func:`nemot.experiments.report.write_report`
     comparison.png                 every metric's means with their 95% CIs
 
@@ -50,11 +64,14 @@ import dataclasses
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
+from nemot.errors import ConfigError
 from nemot.training import run_config as rc
 
 # reproduction name -> its experiment module (a new paper adds one line here, or calls
@@ -69,6 +86,17 @@ REPRODUCTIONS = {
 }
 MANIFEST = "runs.json"
 METRICS = "metrics.json"
+CONFIG = "config.toml"
+VERSION = "version.json"
+# Keys that say how a run reports its progress, not what it computes: not compared.
+UNCOMPARED = ("verbose",)
+# Keys of a run's config that name the run, not a setting: its groups in a report differ
+# in the other keys.
+RUN_KEYS = ("seed", "name", "variant")
+
+
+class StaleRuns(ConfigError):
+    """Finished runs were run with other settings (or code) than the command's."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,8 +221,12 @@ def run_dir(output_dir, variant, seed):
 # ------------------------------------------------------------------- running
 
 def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=False,
-               log=print):
+               keep_stale=False, log=print):
     """Run every (variant, seed) of the config at ``path`` not finished yet.
+
+    A finished run (one with ``metrics.json``) is reused only while its recorded settings
+    (``config.toml``, ``version.json``) equal what this command would run; otherwise the
+    command stops with :class:`StaleRuns`, naming the runs and the keys that differ.
 
     Args:
         path: an experiment TOML.
@@ -203,7 +235,9 @@ def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=Fals
         overrides: ``"KEY=VALUE"`` strings for the package's ``load``.
         jobs: 1 runs in this process, one after the other; N > 1 runs up to N at a time,
             each in its own Python process (``python -m nemot.experiments.cli one ...``).
-        force: rerun finished runs too (default: a run with ``metrics.json`` is kept).
+        force: rerun finished runs too (each run directory is emptied first).
+        keep_stale: reuse finished runs whose settings differ from this command's (the
+            report shows them apart from the others, never in one mean).
         log: where progress lines go.
 
     Returns:
@@ -219,23 +253,126 @@ def run_config(path, seeds=None, variants=None, overrides=(), jobs=1, force=Fals
     if not seeds:
         raise ValueError(f"{path}: seeds: expected at least one seed")
     out = Path(experiment.output_dir)
+    # Seed by seed, every variant at each: an interrupted experiment has runs of every
+    # variant, with n differing by at most one.
+    pairs = [(v, s) for s in seeds for v in chosen]
+    finished = [(v, s) for v, s in pairs if (run_dir(out, v, s) / METRICS).exists()]
+    if not force:
+        stale = stale_runs(module, experiment, finished)
+        if stale and not keep_stale:
+            raise StaleRuns(stale_message(out, stale))
+        for (variant, seed), differences in stale.items():
+            log(f"  keeping {run_dir(out, variant, seed)} (--keep-stale): "
+                f"{describe_differences(differences)}")
     _write_manifest(out, {
         "reproduction": reproduction_of(path), "name": experiment.name,
         "table": getattr(experiment, "table", experiment.name), "config": str(path),
         "overrides": list(overrides), "variants": names, "seeds": seeds,
         "synthetic": is_synthetic(module, experiment, path, overrides)})
-    # Seed by seed, every variant at each: an interrupted experiment has runs of every
-    # variant, with n differing by at most one.
-    todo = [(v, s) for s in seeds for v in chosen
-            if force or not (run_dir(out, v, s) / METRICS).exists()]
-    log(f"{experiment.name}: {len(todo)} run(s) to do of {len(chosen) * len(seeds)} "
+    todo = [pair for pair in pairs if force or pair not in finished]
+    log(f"{experiment.name}: {len(todo)} run(s) to do of {len(pairs)} "
         f"({len(chosen)} variant(s) x {len(seeds)} seed(s)) -> {out}")
+    for pair in todo:
+        if pair in finished:  # --force: a rerun starts afresh, not from its checkpoints
+            shutil.rmtree(run_dir(out, *pair))
     if jobs <= 1:
         for variant, seed in todo:
             run_and_record(module, experiment, variant, seed, log)
     else:
         _run_processes(path, overrides, todo, jobs, log)
     return out
+
+
+# ------------------------------------------------------- reuse of finished runs
+
+def flatten(table, prefix=""):
+    """``{dotted key: value}`` of a nested TOML dict (lists are values)."""
+    flat = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def code_version(module):
+    """The recipe's ``CODE_VERSION`` (1 where it declares none)."""
+    return getattr(module, "CODE_VERSION", 1)
+
+
+def expected_config(module, experiment, variant, seed):
+    """``{dotted key: value}`` of what a run of ``(variant, seed)`` would record now: its
+    ``config.toml`` and ``code_version``."""
+    text = module.resolved_toml(experiment, variant, seed)
+    return {**flatten(tomllib.loads(text)), "code_version": code_version(module)}
+
+
+def recorded_config(directory):
+    """``{dotted key: value}`` of what the run in ``directory`` recorded (its
+    ``config.toml`` and ``version.json``); None where it has no ``config.toml``."""
+    path = Path(directory, CONFIG)
+    if not path.exists():
+        return None
+    try:
+        config = flatten(tomllib.loads(path.read_text(encoding="utf-8")))
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not valid TOML: {error}") from None
+    version = Path(directory, VERSION)
+    config["code_version"] = (json.loads(version.read_text()).get("code_version")
+                              if version.exists() else None)
+    return config
+
+
+def _compared(key):
+    return key.rpartition(".")[2] not in UNCOMPARED
+
+
+def differences(recorded, expected, derived=()):
+    """``[(key, recorded value, expected value)]`` where two flattened configs differ
+    (None: not there); keys of :data:`UNCOMPARED` and ``derived`` keys that only the
+    recorded config has are left out."""
+    if recorded is None:
+        return [("config.toml", None, "the settings of the run")]
+    keys = list(expected) + [k for k in recorded if k not in expected and k not in derived]
+    return [(k, recorded.get(k), expected.get(k)) for k in keys
+            if _compared(k) and recorded.get(k) != expected.get(k)]
+
+
+def stale_runs(module, experiment, pairs):
+    """``{(variant, seed): differences}`` of the finished runs among ``pairs`` whose recorded
+    settings differ from what the command would run (:func:`differences`)."""
+    stale = {}
+    derived = tuple(getattr(module, "DERIVED_KEYS", ()))
+    for variant, seed in pairs:
+        found = differences(recorded_config(run_dir(experiment.output_dir, variant, seed)),
+                            expected_config(module, experiment, variant, seed), derived)
+        if found:
+            stale[(variant, seed)] = found
+    return stale
+
+
+def _shown(value):
+    return "not recorded" if value is None else rc.toml_value(value)
+
+
+def describe_differences(found, limit=4):
+    """``"train.epochs: 2 (recorded) -> 1 (now), ..."`` of :func:`differences`."""
+    shown = [f"{key} = {_shown(old)} (recorded), {_shown(new)} (now)"
+             for key, old, new in found[:limit]]
+    more = f" and {len(found) - limit} more key(s)" if len(found) > limit else ""
+    return "; ".join(shown) + more
+
+
+def stale_message(out, stale):
+    """The one-line refusal of :class:`StaleRuns`."""
+    dirs = [str(run_dir(out, variant, seed)) for variant, seed in stale]
+    keys = list(dict.fromkeys(key for found in stale.values() for key, _, _ in found))
+    first = next(iter(stale.values()))
+    where = dirs[0] + (f" and {len(dirs) - 1} more run(s)" if len(dirs) > 1 else "")
+    return (f"{where}: finished with other settings than this command's, differing in "
+            f"{', '.join(keys)} ({dirs[0]}: {describe_differences(first)}); rerun them with "
+            "--force, or keep them with --keep-stale (the report shows them apart)")
 
 
 def run_and_record(module, experiment, variant, seed, log=print):
@@ -245,10 +382,13 @@ def run_and_record(module, experiment, variant, seed, log=print):
     start = time.time()
     if "keras" in sys.modules:  # runs in one process must not share graphs or layer names
         sys.modules["keras"].backend.clear_session()
+    (directory / CONFIG).write_text(module.resolved_toml(experiment, variant, seed),
+                                    encoding="utf-8")
     metrics = module.run_one(experiment, variant, seed, directory)
     bad = {k: v for k, v in metrics.items() if not isinstance(v, (int, float))}
     if bad:
         raise TypeError(f"{module.__name__}.run_one returned non-numeric metrics {bad}")
+    (directory / VERSION).write_text(json.dumps({"code_version": code_version(module)}) + "\n")
     (directory / METRICS).write_text(json.dumps({k: float(v) for k, v in metrics.items()},
                                                 indent=2) + "\n")
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
@@ -317,22 +457,85 @@ def _write_manifest(out, values):
 
 # ---------------------------------------------------------------- reporting
 
+@dataclasses.dataclass
+class Group:
+    """The finished runs of one variant that share their settings: a row of the report.
+
+    ``label`` is the variant, or, where the variant's runs differ in their settings, the
+    variant with the keys that set this group apart (``"pals (train.epochs = 1)"``);
+    ``config`` the settings they share (``{dotted key: value}``, None where the runs
+    recorded none); ``runs`` their directories and ``metrics`` ``{metric: [value per
+    run]}``, in seed order."""
+
+    label: str
+    variant: str
+    config: dict | None
+    runs: list
+    metrics: dict
+
+
 def collect(output_dir):
-    """``(manifest, {variant: {metric: [value per seed]}})`` of the finished runs."""
+    """``(manifest, [Group])`` of the finished runs: one :class:`Group` per variant, or
+    several where its runs were run with different settings (never pooled)."""
     out = Path(output_dir)
     manifest_path = out / MANIFEST
     if not manifest_path.exists():
         raise FileNotFoundError(f"{out}: no {MANIFEST}; expected a directory written by "
                                 "`nemot runs --config ...`")
     manifest = json.loads(manifest_path.read_text())
-    results = {}
+    groups = []
     for variant in manifest["variants"]:
-        for metrics in run_metrics(out, variant):
-            for metric, value in metrics.items():
-                results.setdefault(variant, {}).setdefault(metric, []).append(float(value))
-    if not results:
+        groups += _groups(out, variant)
+    if not groups:
         raise FileNotFoundError(f"{out}: no <variant>/seed*/{METRICS} yet")
-    return manifest, results
+    return manifest, groups
+
+
+def _settings(config):
+    """A run's recorded settings without the keys that name the run or only say how it
+    reports progress; None where it recorded none."""
+    if config is None:
+        return None
+    return {k: v for k, v in config.items() if k not in RUN_KEYS and _compared(k)}
+
+
+def _groups(out, variant):
+    found = {}
+    for directory in sorted(Path(out, variant).glob("seed*"), key=_seed_number):
+        path = directory / METRICS
+        if not path.exists():
+            continue
+        try:
+            metrics = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error})") from None
+        config = _settings(recorded_config(directory))
+        key = json.dumps(config, sort_keys=True, default=str)
+        group = found.setdefault(key, Group(variant, variant, config, [], {}))
+        group.runs.append(str(directory))
+        for metric, value in metrics.items():
+            group.metrics.setdefault(metric, []).append(float(value))
+    groups = list(found.values())
+    if len(groups) > 1:
+        for group in groups:
+            group.label = f"{variant} ({_apart(group, groups)})"
+    return groups
+
+
+def _apart(group, groups, limit=2):
+    """What sets ``group``'s settings apart from the other groups of its variant."""
+    if group.config is None:
+        return "settings not recorded"
+    others = [g.config or {} for g in groups if g is not group]
+    keys = [k for k in group.config if any(o.get(k) != group.config[k] for o in others)]
+    keys += [k for o in others for k in o if k not in group.config and k not in keys]
+    shown = ", ".join(f"{k} = {_shown(group.config.get(k))}" for k in keys[:limit])
+    return shown + (", ..." if len(keys) > limit else "")
+
+
+def _seed_number(directory):
+    digits = directory.name[len("seed"):]
+    return (0, int(digits), "") if digits.isdigit() else (1, 0, directory.name)
 
 
 def run_metrics(output_dir, variant):

@@ -1,10 +1,12 @@
-"""``nemot hypergrid ...``: HyperGrid Transformers (Tay et al., seed 004): train the
-paper's variants and report them beside its tables (the experiment protocol, as ``nemot
-runs``), count parameters, write the synthetic benchmark.
+"""``nemot hypergrid ...``: HyperGrid Transformers (Tay et al.): train the paper's variants
+and report them beside its tables (``run`` is ``nemot runs`` for a HyperGrid config, with
+the same flags; ``report`` is ``nemot runs report``), count parameters, write the
+synthetic benchmark.
 
 Examples::
 
     nemot hypergrid run --config configs/hypergrid/table4.toml --variants LG baseline
+    nemot hypergrid run --config configs/hypergrid/table4.toml --variants baseline --seeds 4
     nemot hypergrid report runs/hypergrid/table4
     nemot hypergrid params --config configs/hypergrid/table4.toml
     nemot hypergrid synthetic --out data/hypergrid_synthetic
@@ -29,8 +31,10 @@ def add_parser(subparsers):
                        "added ones beside the paper's formula")
     params.add_argument("--config", required=True, help="an experiment TOML "
                                                          "(configs/hypergrid/)")
-    params.add_argument("--set", nargs="*", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override config values, e.g. hypergrid.grid=[16,64]")
+    params.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config value, e.g. "
+                                                  "hypergrid.grid=[16,64] (repeat --set for "
+                                                  "each)")
     params.add_argument("--variants", nargs="+", help="only these variants")
     synthetic = commands.add_parser("synthetic", help="write the synthetic GLUE + SuperGLUE")
     synthetic.add_argument("--out", required=True)
@@ -45,7 +49,7 @@ def main_hypergrid(args):
     """Run one parsed ``nemot hypergrid`` command; returns the exit status."""
     from nemot.experiments.cli import run_paper_command
 
-    if run_paper_command(args.hypergrid_command, args):
+    if run_paper_command(args.hypergrid_command, args, "hypergrid"):
         return 0
     if args.hypergrid_command == "synthetic":
         from nemot.data.synthetic.glue import write_benchmark
@@ -54,7 +58,7 @@ def main_hypergrid(args):
         return 0
     from nemot.hypergrid import experiment as hg
 
-    print(json.dumps(hg.parameter_counts(hg.load(args.config, args.set), args.variants),
+    print(json.dumps(hg.parameter_counts(hg.load(args.config, args.overrides), args.variants),
                      indent=2, ensure_ascii=False))
     return 0
 

@@ -212,6 +212,27 @@ def compile_model(model, train, total_steps, steps_per_epoch=1):
                   steps_per_execution=train.steps_per_execution or steps_per_epoch)
 
 
+# Keys of a run's config.toml that run_one reads off the data (model_config), not the
+# settings: the protocol does not compare them.
+DERIVED_KEYS = ("model.num_classes", "model.vocab_size", "model.input_shape")
+
+
+def resolved_toml(experiment, variant, seed, config=None):
+    """The settings one run uses, as TOML (its ``config.toml``): with the model's
+    :class:`nemot.modact.models.ModelConfig` when given (``run_one`` gives the one read off
+    the data), else without the :data:`DERIVED_KEYS` the data decides."""
+    if config is None:
+        config = settings(models.ModelConfig, {**experiment.model, **experiment.variants[variant]},
+                          f"{experiment.source}: variants.{variant}")
+        model = {k: v for k, v in dataclasses.asdict(config).items()
+                 if f"model.{k}" not in DERIVED_KEYS}
+    else:
+        model = dataclasses.asdict(config)
+    return protocol.resolved_toml("modact", experiment.name, variant, seed, {
+        "model": model, "data": dataclasses.asdict(experiment.data),
+        "train": dataclasses.asdict(experiment.train)})
+
+
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` with ``seed`` into ``run_dir``; returns its metrics."""
     from nemot.training import loop
@@ -220,9 +241,7 @@ def run_one(experiment, variant, seed, run_dir):
     config = model_config(experiment, variant, splits)
     train = experiment.train
     source = data_source(experiment, splits, seed)
-    resolved = protocol.resolved_toml("modact", experiment.name, variant, seed, {
-        "model": dataclasses.asdict(config), "data": dataclasses.asdict(experiment.data),
-        "train": dataclasses.asdict(train)})
+    resolved = resolved_toml(experiment, variant, seed, config)
     result = loop.run(
         lambda: models.build(config), source,
         loop.TrainConfig(batch_size=train.batch_size, epochs=train.epochs,

@@ -1,10 +1,12 @@
-"""``nemot ngt ...``: the Neuromodulation Gated Transformer (seed 000): train its variants
-on SuperGLUE and report them with the paper's table (the experiment protocol, as ``nemot
-runs``), count parameters.
+"""``nemot ngt ...``: the Neuromodulation Gated Transformer (Knowles et al.): train its
+variants on SuperGLUE and report them with the paper's table (``run`` is ``nemot runs`` for
+an NGT config, with the same flags; ``report`` is ``nemot runs report``), count
+parameters.
 
 Examples::
 
-    nemot ngt run --config configs/ngt/table1.toml --seeds 0 1 2
+    nemot ngt run --config configs/ngt/table1.toml --seeds 3
+    nemot ngt run --config configs/ngt/table1.toml --seed-list 3 4 --set tasks.RTE.epochs=1
     nemot ngt report runs/ngt/table1
     nemot ngt params --config configs/ngt/table1.toml --paper-sizes
 """
@@ -41,7 +43,7 @@ def main_ngt(args):
     from nemot.experiments.cli import run_paper_command
     from nemot.ngt import experiment as ngt
 
-    if not run_paper_command(args.ngt_command, args):
+    if not run_paper_command(args.ngt_command, args, "ngt"):
         loaded = ngt.load(args.config)
         if args.paper_sizes:
             from nemot.models.bert import BERT_LARGE_CASED

@@ -52,6 +52,8 @@ _TABLE1 = {
                                   "WSC": 64.74, "mean": 66.06},
 }
 PAPER = {f"table1/{variant}": row for variant, row in _TABLE1.items()}
+# Every score is a task's metrics averaged, x100 (nemot.evaluation.benchmarks.task_score).
+METRIC_KINDS = {"*": "percent"}
 PAPER_NOTES = {"table1": "NGT paper Table 1 (SuperGLUE validation, 3 runs): a multi-metric "
                          "task's number is the mean of its metrics; the paper found no "
                          "difference significant (all p > 0.05)."}
@@ -142,6 +144,14 @@ def variants(experiment):
     return list(experiment.variants)
 
 
+def resolved_toml(experiment, variant, seed):
+    """The settings one run uses, as TOML (its ``config.toml``, and each task's)."""
+    return protocol.resolved_toml("ngt", experiment.name, variant, seed, {
+        **{t: dataclasses.asdict(getattr(experiment, t)) for t in ("model", "train", "data")},
+        "variants": {variant: dataclasses.asdict(experiment.variants[variant])},
+        "tasks": {t: dataclasses.asdict(p) for t, p in experiment.tasks.items()}})
+
+
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` on every task of ``experiment`` with ``seed``; returns each task's
     score at its best validation epoch and their ``mean``."""
@@ -150,10 +160,7 @@ def run_one(experiment, variant, seed, run_dir):
 
     model = experiment.model
     tokenizer = model_tokenizer(model.tokenizer, model.backbone, model.lowercase)
-    resolved = protocol.resolved_toml("ngt", experiment.name, variant, seed, {
-        **{t: dataclasses.asdict(getattr(experiment, t)) for t in ("model", "train", "data")},
-        "variants": {variant: dataclasses.asdict(experiment.variants[variant])},
-        "tasks": {t: dataclasses.asdict(p) for t, p in experiment.tasks.items()}})
+    resolved = resolved_toml(experiment, variant, seed)
     scores = {}
     for task in experiment.tasks:
         train_run(experiment, task, variant, seed, *load_splits(experiment, task),

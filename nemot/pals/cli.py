@@ -1,14 +1,14 @@
-"""``nemot pals ...``: train the rows of the seed's tables, report them beside the paper,
-count PAL parameters.
+"""``nemot pals ...``: train the rows of the PALs paper's tables (Stickland and Murray, BERT
+and PALs), report them beside the paper, count PAL parameters.
 
-``run`` and ``report`` are the experiment protocol's (:mod:`nemot.experiments`; ``nemot
-runs --config configs/pals/table2.toml`` is the same run): runs land in
-``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the report gives mean ± SD, 95%
-confidence intervals and Welch tests beside the paper's numbers.
+``run`` is ``nemot runs`` for a PALs config, with the same flags (``nemot runs --config
+configs/pals/table2.toml`` is the same run), and ``report`` is ``nemot runs report``: runs
+land in ``<output_dir>/<variant>/seed<k>/`` with ``metrics.json``, the report gives mean,
+SD, 95% confidence intervals and Welch tests beside the paper's numbers.
 
 Examples::
 
-    nemot pals run --config configs/pals/table2.toml --seeds 0 1 2
+    nemot pals run --config configs/pals/table2.toml --seed-list 0 1 2
     nemot pals run --config configs/pals/table4.toml --variants zero_sst_sts --set train.epochs=1
     nemot pals report runs/pals/table2
     nemot pals params
@@ -25,7 +25,7 @@ def add_parser(subparsers):
 
     parser = subparsers.add_parser(
         "pals", help="PALs (projected attention layers) and annealed sampling on "
-                     "SST / Quora / STS (seed 002)", **console.describe(__doc__))
+                     "SST / Quora / STS", **console.describe(__doc__))
     commands = parser.add_subparsers(dest="pals_command", required=True)
     add_paper_commands(commands, "pals")
     params = commands.add_parser("params", help="PAL parameters per task at BERT-base sizes")
@@ -44,7 +44,7 @@ def main_pals(args):
     """Run one parsed ``nemot pals`` command; returns the exit status."""
     from nemot.experiments.cli import run_paper_command
 
-    if run_paper_command(args.pals_command, args):
+    if run_paper_command(args.pals_command, args, "pals"):
         return 0
     if args.pals_command == "synthetic":
         from nemot.data.synthetic.minbert import write_synthetic

@@ -72,6 +72,10 @@ SECTIONS = {
 REMOVED = {"eval_split": "the epoch is always selected on dev now; score_test = true also "
                         "scores the selected checkpoint on the test split"}
 
+# "score" is in [0, 1]; "average_raw_r", a mean of accuracies and r, in [-1, 1] (its name
+# makes it a correlation's kind).
+METRIC_KINDS = {"score": "proportion", "test_score": "proportion"}
+
 # The seed's numbers. Keys: metrics.summary's names, dev unless prefixed "test_";
 # "score" = mean with (r + 1) / 2 (Tables 2, 3), "average_raw_r" = mean with raw r (Table 4).
 PAPER = {

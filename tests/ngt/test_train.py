@@ -178,7 +178,7 @@ aux_tokens = ["[unused1]"]
 """)
     assert cli.main(["run", "--config", str(config), "--variants", "ngt"]) == 0
     # Only the gating block reads auxiliary tokens: none for the plain model (a nested key).
-    assert cli.main(["run", "--config", str(config), "--variants", "plain", "--seeds", "0",
+    assert cli.main(["run", "--config", str(config), "--variants", "plain", "--seed-list", "0",
                      "--set", "tasks.ReCoRD.aux_tokens=[]"]) == 0
     runs = tmp_path / "runs"
     assert sorted(p.relative_to(runs).as_posix() for p in runs.glob("*/seed*/*/results.csv")) == [

@@ -16,7 +16,7 @@ Hugging Face layout (``config.json`` + ``model.safetensors``):
 Example:
     >>> paths = write_synthetic("synthetic", seed=0)                         # doctest: +SKIP
     >>> # nemot pals run --config configs/pals/table2.toml --set data.dir=synthetic/data \\
-    >>> #     model.backbone=synthetic/bert model.tokenizer=synthetic/vocab.txt ...
+    >>> #     --set model.backbone=synthetic/bert --set model.tokenizer=synthetic/vocab.txt
 """
 
 import csv
