@@ -1,7 +1,8 @@
-"""Thesis-size training and decoding speed on one accelerator (issue 15).
+"""Thesis-size training and decoding speed on one accelerator.
 
-    python -m bench gpu            # thesis sizes; meant for a GPU (docs/performance.md)
-    python -m bench gpu --tiny     # tiny sizes: proves the benchmark runs, on a CPU too
+    python -m bench gpu                 # thesis sizes; meant for a GPU (docs/performance.md)
+    python -m bench gpu --budget 420    # what fits in 7 minutes, the targets' figures first
+    python -m bench gpu --tiny          # tiny sizes: proves the benchmark runs, on a CPU too
 
 Training, bf16 mixed precision and XLA (always on JAX; ``jit_compile=True`` on
 TensorFlow), Adam, at batch 16 and 32 of 3 + 768 tokens (text 768):
@@ -17,15 +18,23 @@ TensorFlow), Adam, at batch 16 and 32 of 3 + 768 tokens (text 768):
   1.15x this one).
 
 Each model runs in a process of its own (so that peak memory is its own), warms up,
-then times ``--steps`` steps per batch size; reported: median step time, text
-tokens/s, MFU (model FLOPs of one output block per example, 6 per parameter-token plus
-attention, over the device's dense bf16 peak) and peak device memory.
+then times 10 steps (3 at tiny sizes) per batch size; reported: median step time, compile time
+(the first step's time minus the median), text tokens/s, MFU (model FLOPs of one output
+block per example, 6 per parameter-token plus attention, over the device's dense bf16
+peak) and peak device memory.
 
 Decoding: cached greedy decoding tokens/s at batch 1 and 32 (prompt 128, 128 new
 tokens, no early stop) of NeMoT (thesis size), nemot's GPT-2 baseline (GPT-2 small) and
 KerasHub's ``GPT2CausalLM.generate`` (GPT-2 small).
 
-Writes ``bench/results/gpu_<device>_<backend>.json``. Never a test: timings live here.
+The work runs in order: NeMoT and ``GPT2Backbone`` at the first batch size (the MFU and
+the ratio of the targets), then the other models, the other batch sizes and decoding.
+The result so far is written after every model and batch size to
+``bench/results/gpu_<device>_<backend>.json`` (or ``--partial FILE``), so a run stopped
+by a time limit keeps what it measured; ``--budget SECONDS`` stops the run itself before
+the limit (a piece of work starts only if an estimate from those done fits, and a running
+one is stopped at the limit with the batch sizes it finished). Never a test: timings live
+here.
 """
 
 import argparse
@@ -216,7 +225,9 @@ def profile_steps(model, x, y, steps, directory):
     return summary
 
 
-def train_child(name, tiny, tasks, profile=None, batches=None):
+def train_child(name, tiny, tasks, profile=None, batches=None, out=None):
+    """Time ``name``'s training steps per batch size; the result so far is written to
+    ``out`` after each one (a run stopped midway keeps what it measured)."""
     import keras
 
     run = sizes(tiny)
@@ -229,34 +240,40 @@ def train_child(name, tiny, tasks, profile=None, batches=None):
     device, _ = device_info()
     peak = peak_tflops(device)
     rng = np.random.default_rng(0)
-    out = {}
+    result = {}
     for batch in run["batches"]:
         x, y = train_batch(name, cfg, batch, tasks, rng)
+        warm_up = []
         for _ in range(2):  # compile, warm up
-            model.train_on_batch(x, y)
+            start = time.perf_counter()
+            model.train_on_batch(x, y)  # returns numpy logs: the step has finished
+            warm_up.append(time.perf_counter() - start)
         times = []
         for _ in range(run["steps"]):
             start = time.perf_counter()
-            model.train_on_batch(x, y)  # returns numpy logs: the step has finished
+            model.train_on_batch(x, y)
             times.append(time.perf_counter() - start)
         step = statistics.median(times)
         flops = train_flops(name, cfg, batch)
         memory, memory_kind = peak_memory()
-        out[str(batch)] = {
+        result[str(batch)] = {
             "step_seconds": round(step, 5),
+            "compile_seconds": round(warm_up[0] - step, 2),
             "tokens_per_second": round(batch * cfg.max_text_length / step, 1),
             "model_tflop_per_step": round(flops / 1e12, 4),
             "mfu": None if peak is None else round(flops / step / (peak * 1e12), 4),
             f"peak_{memory_kind}_gib": round(memory / 2 ** 30, 3),
         }
-        if profile and "profile" not in out:  # the first batch size
-            out["profile"] = profile_steps(model, x, y, 3, profile)
-    return out
+        write_json(out, result)
+        if profile and "profile" not in result:  # the first batch size
+            result["profile"] = profile_steps(model, x, y, 3, profile)
+            write_json(out, result)
+    return result
 
 
 # ---- decoding --------------------------------------------------------------------------
 
-def decode_child(name, tiny):
+def decode_child(name, tiny, batches=None, out=None):
     import keras
     import keras_hub
 
@@ -295,21 +312,34 @@ def decode_child(name, tiny):
                        for _ in range(batch)]
             generator.generate_tokens(prompts, max_new_tokens=new)
 
-    out = {}
-    for batch in run["decode_batches"]:
+    result = {}
+    for batch in batches or run["decode_batches"]:
+        start = time.perf_counter()
         generate(batch)  # compile
+        first = time.perf_counter() - start
         times = []
         for _ in range(3):
             start = time.perf_counter()
             generate(batch)
             times.append(time.perf_counter() - start)
         seconds = statistics.median(times)
-        out[str(batch)] = {"seconds": round(seconds, 4),
-                           "new_tokens_per_second": round(batch * new / seconds, 1)}
-    return out
+        result[str(batch)] = {"seconds": round(seconds, 4),
+                              "compile_seconds": round(first - seconds, 2),
+                              "new_tokens_per_second": round(batch * new / seconds, 1)}
+        write_json(out, result)
+    return result
 
 
 # ---- driver ----------------------------------------------------------------------------
+
+def write_json(path, value):
+    """Write ``value`` to ``path`` (if any) whole or not at all: a reader never sees half."""
+    if path:
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(value, indent=2) + "\n")
+        os.replace(tmp, path)
+
 
 def child(argv):
     parser = argparse.ArgumentParser()
@@ -321,18 +351,57 @@ def child(argv):
     parser.add_argument("--profile", default=None)
     parser.add_argument("--batches", default=None)
     args = parser.parse_args(argv)
+    batches = args.batches and [int(b) for b in args.batches.split(",")]
     if args.kind == "train":
-        batches = args.batches and [int(b) for b in args.batches.split(",")]
-        result = train_child(args.name, args.tiny, args.tasks.split(","), args.profile, batches)
+        train_child(args.name, args.tiny, args.tasks.split(","), args.profile, batches,
+                    args.out)
     else:
-        result = decode_child(args.name, args.tiny)
-    Path(args.out).write_text(json.dumps(result))
+        decode_child(args.name, args.tiny, batches, args.out)
 
 
-def in_child(kind, name, options, profile=None):
-    """Run one measurement in a fresh process; its result, or the error it printed.
-    ``profile``: a folder for a profile of the first batch size (XLA dumps the HLO of the
-    process's training steps there)."""
+def plan(models, batches, decoders, decode_batches):
+    """The work in order, ``(kind, model, batches)`` per process: NeMoT and KerasHub's
+    GPT-2 at the first batch size (the figures of the targets), then the other models at
+    every batch size, NeMoT and KerasHub's GPT-2 at the others, and decoding."""
+    first = [name for name in ("nemot", "keras_hub_gpt2") if name in models]
+    work = [("train", name, batches[:1]) for name in first]
+    work += [("train", name, batches) for name in models if name not in first]
+    if batches[1:]:
+        work += [("train", name, batches[1:]) for name in first]
+    return work + [("decode", name, decode_batches) for name in decoders]
+
+
+class Budget:
+    """Seconds left before ``budget`` seconds from ``started`` (None: no limit) run out,
+    keeping a margin to stop a process, write the result and exit (3 s and 5% of the
+    budget); and an estimate of each piece of work from those done: a model's own earlier
+    run per batch size, else the longest run so far."""
+
+    def __init__(self, budget, started, clock=time.monotonic):
+        self.clock = clock
+        self.deadline = None if budget is None else started + 0.95 * budget - 3.0
+        self.per_batch = {}
+
+    def left(self):
+        return None if self.deadline is None else self.deadline - self.clock()
+
+    def record(self, kind, name, batches, seconds):
+        self.per_batch[kind, name] = seconds / len(batches)
+
+    def fits(self, kind, name, batches):
+        left = self.left()
+        if left is None:
+            return True
+        if (kind, name) in self.per_batch:
+            return self.per_batch[kind, name] * len(batches) < left
+        longest = max(self.per_batch.values(), default=0.0)
+        return left > 0 and longest * len(batches) < left
+
+
+def in_child(kind, name, options, on_progress, timeout=None, profile=None):
+    """Run one piece of work in a fresh process (its own peak memory), watched by
+    :func:`watch`. ``profile``: a folder for a profile of the first batch size (XLA dumps
+    the HLO of the process's training steps there)."""
     env = dict(os.environ)
     if profile:
         Path(profile).mkdir(parents=True, exist_ok=True)
@@ -343,10 +412,38 @@ def in_child(kind, name, options, profile=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         cmd = [sys.executable, "-m", "bench.bench_gpu", kind, name, str(out), *options]
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
-        if done.returncode != 0:
-            return {"error": done.stderr.strip().splitlines()[-1:] or ["(no output)"]}
-        return json.loads(out.read_text())
+        return watch(cmd, out, on_progress, timeout, env)
+
+
+def watch(cmd, out, on_progress, timeout=None, env=None):
+    """Run ``cmd``, which writes its result so far to ``out``; ``on_progress(result)`` each
+    time it does. The process is stopped after ``timeout`` seconds. Returns its last
+    result, with ``"error"`` (its last line of stderr) if it failed and
+    ``"stopped": "budget"`` if it was stopped."""
+    with tempfile.TemporaryFile("w+") as stderr:
+        # In the benchmark's process group: stopping the benchmark's group stops it too.
+        process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=stderr)
+        start, seen, result = time.monotonic(), None, {}
+        while True:
+            try:
+                code = process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+            if out.exists() and out.stat().st_mtime_ns != seen:
+                seen = out.stat().st_mtime_ns
+                result = json.loads(out.read_text())
+                on_progress(result)
+            if code is not None:
+                break
+            if timeout is not None and time.monotonic() - start > timeout:
+                process.kill()
+                process.wait()
+                return dict(result, stopped="budget")
+        if code != 0:
+            stderr.seek(0)
+            return dict(result, error=stderr.read().strip().splitlines()[-1:] or ["(no output)"])
+        return result
 
 
 def ratios(train):
@@ -382,12 +479,19 @@ def run(argv=()):
                              "(bench/gpu_profile.py); trace and HLO kept in DIR/<model>")
     parser.add_argument("--batches", default=None,
                         help="training batch sizes, comma-separated (default 16,32; 2,4 tiny)")
+    parser.add_argument("--budget", metavar="SECONDS", type=float, default=None,
+                        help="stop before this many seconds: the work runs in order (NeMoT "
+                             "and GPT2Backbone at the first batch size, then the rest), a "
+                             "piece is started only if its estimate fits, and a running one "
+                             "is stopped at the limit with what it measured")
     parser.add_argument("--partial", metavar="FILE", default=None,
-                        help="write the result so far to FILE after each model (a run cut "
-                             "short keeps what it measured)")
+                        help="where the result so far goes after each model and batch size "
+                             "(default: the result file in bench/results)")
     args = parser.parse_args(list(argv))
-    import keras
+    import bench
 
+    budget = Budget(args.budget, bench.STARTED)
+    import keras
     from nemot import config
 
     for task in args.tasks.split(","):
@@ -395,32 +499,56 @@ def run(argv=()):
             parser.error(f"--tasks {task!r}: expected thesis output blocks "
                          f"{config.THESIS_OUTPUT_BLOCKS}")
     device, kind = device_info()
-    options = (["--tiny"] if args.tiny else []) + ["--tasks", args.tasks]
-    if args.batches:
-        options += ["--batches", args.batches]
+    run_sizes = sizes(args.tiny)
+    batches = [int(b) for b in args.batches.split(",")] if args.batches else \
+        list(run_sizes["batches"])
     result = {"backend": keras.backend.backend(), "device": device, "device_kind": kind,
               "peak_bf16_tflops": peak_tflops(device), "tiny": args.tiny,
-              "tasks": args.tasks, "dtype_policy": "mixed_bfloat16",
-              "xla": True, "train": {}, "decode": {}}
-    for name in filter(None, args.models.split(",")):
-        print(f"   train {name}", flush=True)
-        result["train"][name] = in_child(
-            "train", name, options,
-            args.profile and name in PROFILED and Path(args.profile, name))
-        write_partial(args.partial, result)
-    for name in filter(None, args.decode.split(",")):
-        print(f"   decode {name}", flush=True)
-        result["decode"][name] = in_child("decode", name, ["--tiny"] if args.tiny else [])
-        write_partial(args.partial, result)
+              "tasks": args.tasks, "dtype_policy": "mixed_bfloat16", "xla": True,
+              "budget_seconds": args.budget, "train": {}, "decode": {}, "errors": {},
+              "stopped_by_budget": None, "not_run": []}
+    partial = args.partial or bench.result_path(result_name(result))
+    started = time.time()
+
+    def write():
+        write_json(partial, bench.record(
+            "gpu", dict(result, step_ratio=ratios(result["train"])), started))
+
+    work = plan([n for n in args.models.split(",") if n], batches,
+                [n for n in args.decode.split(",") if n], list(run_sizes["decode_batches"]))
+    for kind_, name, unit_batches in work:
+        label = f"{kind_} {name} @ {','.join(map(str, unit_batches))}"
+        if not budget.fits(kind_, name, unit_batches):
+            print(f"   {label}: skipped, not within the budget", flush=True)
+            result["not_run"].append(label)
+            continue
+        print(f"   {label}", flush=True)
+        rows = result[kind_].setdefault(name, {})
+
+        def progress(measured, rows=rows):
+            rows.update(measured)
+            write()
+
+        options = (["--tiny"] if args.tiny else []) + ["--batches",
+                                                       ",".join(map(str, unit_batches))]
+        if kind_ == "train":
+            options += ["--tasks", args.tasks]
+        profile = (args.profile if kind_ == "train" and name in PROFILED
+                   and unit_batches[0] == batches[0] else None)
+        start = time.monotonic()
+        measured = in_child(kind_, name, options, progress, budget.left(),
+                            profile and Path(profile, name))
+        budget.record(kind_, name, unit_batches, time.monotonic() - start)
+        rows.update({k: v for k, v in measured.items() if k not in ("stopped", "error")})
+        if "error" in measured:
+            result["errors"][label] = measured["error"]
+        if "stopped" in measured:
+            result["stopped_by_budget"] = label
+        write()
+        print(json.dumps(rows), flush=True)
+    write()
     result["step_ratio"] = ratios(result["train"])
     return result
-
-
-def write_partial(path, result):
-    if path:
-        done = dict(result, step_ratio=ratios(result["train"]))
-        Path(path).write_text(json.dumps(done, indent=2) + "\n")
-        print(json.dumps(done["train"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ Runs, at tiny sizes, what tests/test_jax_backend.py checks: NeMoT and the GPT-2
 baseline train a ``fit`` step (dropout on, a batch mixing tasks) and decode with their
 caches exactly as by recomputation, NeMoT also hosting each modulation kind (PALs,
 modulated FFN, HyperGrid); NGT, PALBert, HyperGridT5 and the modulated-activation CNN and
-LSTM train a step; fused attention, the lean loss
-and the dropout masks (both JAX generators) match their TensorFlow-tested properties;
-the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
+LSTM train a step; fused attention (outputs and gradients on every mask NeMoT builds,
+tests/layers/attention_cases.py), the tiny preset's golden logits
+(tests/models/test_golden.py), the lean loss and the dropout masks (both JAX generators)
+match their TensorFlow-tested properties; the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
 (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set by the caller).
 """
 
@@ -219,7 +220,8 @@ def main(out):
 
     import nemot
     from nemot import vocab
-    from tests.models import routing_worker
+    from tests.layers import attention_cases
+    from tests.models import routing_worker, test_golden
 
     assert keras.backend.backend() == "jax"
     report = {"routing": routing_worker._jax_main(2)}
@@ -237,6 +239,9 @@ def main(out):
     report["hypergrid_loss"] = hypergrid_fit()
     report["modact_losses"] = modact_fit()
     report["fused_attention_difference"] = fused_attention_difference(nemot, vocab)
+    report["golden_logits"] = test_golden.golden_logits(lambda m, x: Jitted(m)(x)).tolist()
+    report["fused_attention_cases"] = {str(multiple): attention_cases.differences(multiple)
+                                       for multiple in (None, 64)}
     report["loss_relative_difference"] = loss_difference(vocab)
     report["dropout"] = dropout_rates()
     with open(out, "w") as handle:

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import CHEAP_XLA_FLAGS
+from tests.layers import attention_cases
+from tests.models import test_golden
 from tests.models.test_routing import check_block_updates, check_replica_masks
 from tests.once import once
 
@@ -58,6 +60,18 @@ def test_ngt_pals_hypergrid_and_modulated_activations_train(report):
 def test_fused_attention_and_lean_loss_match(report):
     assert report["fused_attention_difference"] < 1e-5
     assert report["loss_relative_difference"] < 1e-5
+
+
+def test_tiny_forward_pass_gives_the_stored_logits(report):
+    np.testing.assert_allclose(report["golden_logits"], test_golden.GOLDEN, atol=5e-5)
+
+
+@pytest.mark.parametrize("length_multiple", ["None", "64"])
+def test_fused_attention_outputs_and_gradients_on_every_mask(report, length_multiple):
+    cases = report["fused_attention_cases"][length_multiple]
+    assert set(cases) == set(attention_cases.MASKS)
+    for name, (output, gradient, largest) in cases.items():
+        assert output < 1e-5 and gradient < 1e-5 and largest > 1e-2, name
 
 
 def test_dropout_generators(report):

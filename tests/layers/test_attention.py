@@ -1,7 +1,9 @@
 """Fused attention (keras.ops.dot_product_attention, padded to the kernel's length
-multiple) equals the unfused path to 1e-5 in float32: the layer, the whole model in
-both modes with padding, and cached decoding. The JAX backend runs the same checks in
-tests/test_jax_backend.py."""
+multiple) equals the unfused path to 1e-5 in float32: the layer on every mask NeMoT
+builds (outputs and gradients), the whole model in both modes with padding (inference
+and a training step), and cached decoding; and the vanilla set takes the fused path in
+training once its attention dropout is 0. The JAX backend runs the layer and model
+checks in tests/test_jax_backend.py."""
 
 import keras
 import numpy as np
@@ -14,6 +16,7 @@ from nemot import vocab
 from nemot.evaluation.decoding import generate
 from nemot.layers import MultiHeadAttention
 from nemot.layers.masks import mask_from_positions
+from tests.layers import attention_cases
 
 
 def pair(**kwargs):
@@ -43,6 +46,16 @@ def test_fused_equals_unfused_on_random_masks(length_multiple):
     a, _ = fused(x, mask)
     b, _ = unfused(x, mask)
     np.testing.assert_allclose(ops.convert_to_numpy(a), ops.convert_to_numpy(b), atol=1e-5)
+
+
+@pytest.mark.parametrize("length_multiple", [None, 64])
+def test_fused_equals_unfused_outputs_and_gradients_on_every_mask(length_multiple):
+    differences = attention_cases.differences(length_multiple)
+    assert set(differences) == set(attention_cases.MASKS)
+    for name, (output, gradient, largest) in differences.items():
+        assert output < 1e-5, name
+        assert gradient < 1e-5, name
+        assert largest > 1e-2, name  # the gradients compared are not all zeros
 
 
 def test_training_with_probability_dropout_runs_the_unfused_path():
@@ -109,3 +122,64 @@ def test_auto_is_fused_only_where_a_fused_kernel_exists(models):
     assert not backend.has_fused_attention()  # a CPU: the unfused path, 1.2x faster here
     with pytest.raises(ValueError, match="attention_implementation"):
         cfg.replace(attention_implementation="flash")
+
+
+def test_vanilla_set_takes_the_fused_path_in_training_once_its_dropout_is_0(monkeypatch):
+    """``attention_implementation="auto"`` on a device with a fused kernel (JAX on a GPU,
+    pretended here): the NM and output sets always run it; the vanilla set in training
+    only without probability dropout (GPT-2's 0.1 keeps it unfused)."""
+    from nemot import backend
+
+    monkeypatch.setattr(backend, "has_fused_attention", lambda: True)
+    paths = []
+    for method, kind in (("_fused_attention", "fused"), ("_attention", "unfused")):
+        def spy(self, *args, _original=getattr(MultiHeadAttention, method), _kind=kind):
+            paths.append((_kind, self.path))
+            return _original(self, *args)
+
+        monkeypatch.setattr(MultiHeadAttention, method, spy)
+    cfg = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=2, num_nm_layers=1,
+                                                   output_blocks=("lm",), max_text_length=8)
+    ids = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm")] + [5] * 8])
+    for rate, training, expected in ((0.1, True, "unfused"), (0.1, False, "fused"),
+                                     (0.0, True, "fused")):
+        model = nemot.build_model(cfg.replace(vanilla_attention_dropout=rate))
+        paths.clear()
+        model({"token_ids": ids}, training=training)
+        vanilla = [kind for kind, path in paths if "/vanilla_set/" in path]
+        others = {kind for kind, path in paths if not "/vanilla_set/" in path}
+        assert vanilla == [expected] * 2, (rate, training, paths)
+        assert others == {"fused"}, (rate, training, paths)
+
+
+def test_a_training_step_without_vanilla_attention_dropout_is_the_same_fused(models):
+    """Loss and every gradient of a training call (dropout 0.1 elsewhere, a batch mixing
+    modes, tasks and padding) equal on both paths."""
+    import tensorflow as tf
+
+    cfg = models[0].config.replace(vanilla_attention_dropout=0.0, num_vanilla_layers=1,
+                                   num_nm_layers=1)
+    pair = [nemot.build_model(cfg.replace(attention_implementation=path))
+            for path in ("fused", "unfused")]
+    for a, b in zip(pair[0].variables, pair[1].variables):  # seed generators included
+        b.assign(a)
+    rng = np.random.default_rng(4)
+    text = rng.integers(0, 5000, (4, 40)).astype("int32")
+    text[1, 30:] = vocab.PAD_ID
+    text[2, 6:] = vocab.PAD_ID
+    aux = np.array([[vocab.CLS_ID, m, vocab.task_token_id(t)] for m, t in
+                    zip((vocab.DEC_ID, vocab.ENC_ID, vocab.DEC_ID, vocab.ENC_ID),
+                        ("lm", "gqa", "gqa", "lm"))], "int32")
+    x = {"token_ids": np.concatenate([aux, text], 1)}
+    y = {"task_targets": np.where(text == vocab.PAD_ID, vocab.IGNORE_ID, np.roll(text, -1, 1)),
+         "lm_targets": np.roll(text, -1, 1)}
+    results = []
+    for model in pair:
+        with tf.GradientTape() as tape:
+            loss = nemot.NeMoTLoss()(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        results.append([float(loss)] + [ops.convert_to_numpy(g) for g in grads if g is not None])
+    assert len(results[0]) == len(results[1]) > 1
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    for g, h in zip(results[0][1:], results[1][1:]):
+        np.testing.assert_allclose(g, h, atol=1e-5)

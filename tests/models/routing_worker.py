@@ -6,7 +6,8 @@ On TensorFlow, ``--devices K`` splits the CPU into K logical devices (before
 TensorFlow starts) and trains under ``MirroredStrategy``; on JAX (``KERAS_BACKEND=jax``
 and ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` set by the caller) under
 ``keras.distribution.DataParallel``. Writes what :func:`block_update_report` and
-:func:`replica_masks_report` measured.
+:func:`replica_masks_report` measured, and (TensorFlow) NeMoT's loss on each replica
+(:func:`replica_losses`).
 """
 
 import argparse
@@ -113,7 +114,38 @@ def _tf_main(devices):
 
     report["replica_masks"] = [np.asarray(m.numpy() > 0).tolist()
                                for m in strategy.experimental_local_results(masks())]
+    report["replica_losses"] = replica_losses(strategy)
     return report
+
+
+def replica_losses(strategy):
+    """NeMoT's loss and its terms on each replica, each holding its slice of
+    tests/models/hand_loss.py's batch (tests/models/test_losses.py)."""
+    import tensorflow as tf
+
+    from nemot.models.losses import NeMoTLoss
+    from tests.models import hand_loss
+
+    y, y_pred = hand_loss.batch()
+    size = hand_loss.BATCH // strategy.num_replicas_in_sync
+
+    def local(context):
+        rows = slice(context.replica_id_in_sync_group * size,
+                     (context.replica_id_in_sync_group + 1) * size)
+        return ({k: tf.constant(v[rows]) for k, v in y.items()},
+                {k: tf.constant(v[rows]) for k, v in y_pred.items()})
+
+    inputs = strategy.experimental_distribute_values_from_function(local)
+
+    def loss(data):
+        terms = NeMoTLoss().terms(*data)
+        return NeMoTLoss()(*data), {name: value for name, (_, value) in terms.items()}
+
+    losses, terms = tf.function(lambda: strategy.run(loss, args=(inputs,)))()
+    values = strategy.experimental_local_results(losses)
+    per_term = {k: strategy.experimental_local_results(t) for k, t in terms.items()}
+    return [{"loss": float(value), "terms": {k: float(v[i]) for k, v in per_term.items()}}
+            for i, value in enumerate(values)]
 
 
 def _jax_main(devices):

@@ -1,15 +1,112 @@
-"""The loss's cross-entropy (the lean formula on JAX, TensorFlow's kernel here) and the
-lean formula itself equal Keras's float32 softmax cross-entropy (the earlier formula) to
-1e-5: values and gradients, float32 and bfloat16 logits, ignored targets. The JAX
-backend runs the loss's check in tests/test_jax_backend.py."""
+"""NeMoT's loss against a NumPy hand computation (tests/models/hand_loss.py):
 
-import keras
+- ``NeMoTLoss`` is ``L1 + 0.2 L2 + 0.5 L3`` on a padded batch, each term with its own
+  targets and mask (L1: ``logits`` on ``task_targets``; L2: ``logits`` on
+  ``lm_targets``; L3: ``vanilla_logits`` on ``task_targets``), each weight changed on
+  its own, values and gradients; on two ``MirroredStrategy`` replicas each term divides
+  by its count over the global batch;
+- the cross-entropy under it (TensorFlow's kernel here, the lean formula JAX runs) equals
+  ``-log softmax`` at the target over 50,313-wide logits, float32 and bfloat16, ignored
+  targets left out. The JAX backend checks the lean loss in tests/test_jax_backend.py.
+"""
+
+import json
+
 import numpy as np
 import pytest
 from keras import ops
 
 from nemot import vocab
-from nemot.models.losses import lean_cross_entropy, masked_cross_entropy
+from nemot.models.losses import NeMoTLoss, lean_cross_entropy, masked_cross_entropy
+from tests.models import hand_loss
+from tests.models.test_routing import run_worker
+from tests.once import once
+
+
+def as_float(value):
+    return float(ops.convert_to_numpy(value))
+
+
+def test_the_loss_is_the_weighted_sum_of_the_three_hand_computed_terms():
+    y, y_pred = hand_loss.batch()
+    expected = hand_loss.terms(y, y_pred)
+    terms = NeMoTLoss().terms(y, y_pred)
+    assert {name: weight for name, (weight, _) in terms.items()} == \
+        {"task": 1.0, "lm": 0.2, "vanilla": 0.5}
+    for name, (_, value) in terms.items():
+        np.testing.assert_allclose(as_float(value), expected[name], rtol=1e-6, err_msg=name)
+    np.testing.assert_allclose(as_float(NeMoTLoss()(y, y_pred)), hand_loss.loss(y, y_pred),
+                               rtol=1e-6)
+    # The terms differ, so a swapped target, logit or mask would show.
+    assert len({round(v, 3) for v in expected.values()}) == 3
+
+
+@pytest.mark.parametrize("weights", [dict(task_weight=2.5), dict(lm_weight=0.0),
+                                     dict(lm_weight=0.7), dict(vanilla_weight=0.0),
+                                     dict(vanilla_weight=1.5), dict(task_weight=0.0)])
+def test_each_weight_on_its_own(weights):
+    y, y_pred = hand_loss.batch(seed=1)
+    loss = NeMoTLoss(**weights)
+    np.testing.assert_allclose(as_float(loss(y, y_pred)), hand_loss.loss(y, y_pred, **weights),
+                               rtol=1e-6)
+    switched_off = {name[:-len("_weight")] for name, w in weights.items() if not w}
+    assert switched_off.isdisjoint(loss.terms(y, y_pred))
+
+
+def test_a_term_off_needs_neither_its_targets_nor_its_logits():
+    y, y_pred = hand_loss.batch()
+    expected = hand_loss.terms(y, y_pred)["task"]
+    del y_pred["vanilla_logits"], y["lm_targets"]
+    np.testing.assert_allclose(as_float(NeMoTLoss(lm_weight=0, vanilla_weight=0)(y, y_pred)),
+                               expected, rtol=1e-6)
+    with pytest.raises(ValueError, match="lm_targets"):
+        NeMoTLoss(vanilla_weight=0)(y, y_pred)
+    with pytest.raises(ValueError, match="vanilla_logits"):
+        NeMoTLoss(lm_weight=0)(y, y_pred)
+
+
+def test_gradients_are_the_hand_computed_ones():
+    import tensorflow as tf
+
+    y, y_pred = hand_loss.batch(seed=2)
+    weights = dict(task_weight=1.0, lm_weight=0.3, vanilla_weight=0.7)
+    logits = {k: tf.constant(v) for k, v in y_pred.items()}
+    with tf.GradientTape() as tape:
+        tape.watch(list(logits.values()))
+        value = NeMoTLoss(**weights)(y, logits)
+    grads = tape.gradient(value, [logits["logits"], logits["vanilla_logits"]])
+    expected = hand_loss.logits_gradients(y, y_pred, **weights)
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got.numpy(), want, atol=1e-7)
+    # Positions without a target (padding, non-answers for L1 and L3) get no gradient.
+    no_target = (y["task_targets"] == vocab.IGNORE_ID) & (y["lm_targets"] == vocab.IGNORE_ID)
+    assert no_target.any() and not np.abs(grads[0].numpy()[no_target]).any()
+
+
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory):
+    return json.loads((once(tmp_path_factory, "routing_mirrored", run_worker)
+                       / "report.json").read_text())
+
+
+def test_two_replicas_divide_by_the_global_counts(mirrored):
+    """Each replica holds half the batch (unequal target counts: 5 + 1 task targets) and
+    its terms divide by the global counts, so the replicas' losses add up to the loss of
+    the whole batch on one device (a mean of the replicas' own means would not)."""
+    y, y_pred = hand_loss.batch()
+    halves = (slice(0, 2), slice(2, 4))
+    replicas = mirrored["replica_losses"]
+    assert len(replicas) == 2
+    for replica, rows in zip(replicas, halves):
+        expected = hand_loss.terms(y, y_pred, rows=rows)
+        for name, value in replica["terms"].items():
+            np.testing.assert_allclose(value, expected[name], rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(replica["loss"], hand_loss.loss(y, y_pred, rows=rows),
+                                   rtol=1e-6)
+    whole = hand_loss.loss(y, y_pred)
+    np.testing.assert_allclose(sum(r["loss"] for r in replicas), whole, rtol=1e-6)
+    local_means = [hand_loss.loss(y, y_pred, rows=rows, counts_from=rows) for rows in halves]
+    assert abs(np.mean(local_means) - whole) > 0.1
 
 
 def lean_masked(targets, logits):
@@ -19,15 +116,7 @@ def lean_masked(targets, logits):
     return ops.sum(ce * valid), float(valid.sum())
 
 
-def reference(targets, logits):
-    """The earlier formula: Keras's sparse cross-entropy of the float32 logits."""
-    valid = targets != vocab.IGNORE_ID
-    ce = keras.losses.sparse_categorical_crossentropy(
-        ops.convert_to_tensor(np.where(valid, targets, 0)), ops.cast(logits, "float32"), from_logits=True)
-    return ops.sum(ce * valid), float(valid.sum())
-
-
-def batch(dtype, seed=0):
+def wide_batch(dtype, seed=0):
     rng = np.random.default_rng(seed)
     logits = (rng.normal(size=(3, 7, vocab.VOCAB_SIZE)) * 4).astype("float32")
     targets = rng.integers(0, vocab.VOCAB_SIZE, (3, 7)).astype("int32")
@@ -38,25 +127,28 @@ def batch(dtype, seed=0):
 
 @pytest.mark.parametrize("loss", [masked_cross_entropy, lean_masked])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_values_equal_the_float32_softmax_cross_entropy(dtype, loss):
-    targets, logits = batch(dtype)
+def test_cross_entropy_is_minus_log_softmax_at_the_target(dtype, loss):
+    targets, logits = wide_batch(dtype)
     total, count = loss(targets, logits)
-    expected_total, expected_count = reference(targets, logits)
+    # The reference reads the logits the loss was given (bfloat16 rounded), in float64.
+    expected, expected_count = hand_loss.cross_entropy_sum(
+        targets, ops.convert_to_numpy(ops.cast(logits, "float32")))
     assert float(count) == expected_count == 16
-    np.testing.assert_allclose(float(total) / 16, float(expected_total) / 16, rtol=1e-5)
+    np.testing.assert_allclose(as_float(total) / 16, expected / 16, rtol=1e-5)
 
 
-def test_gradients_equal():
+def test_lean_gradients_are_softmax_minus_onehot():
     import tensorflow as tf
 
-    targets, logits = batch("float32", seed=1)
+    targets, logits = wide_batch("float32", seed=1)
     logits = tf.constant(ops.convert_to_numpy(logits))
-    grads = []
-    for loss in (lean_masked, reference):
-        with tf.GradientTape() as tape:
-            tape.watch(logits)
-            total, count = loss(targets, logits)
-            mean = total / count
-        grads.append(tape.gradient(mean, logits).numpy())
-    np.testing.assert_allclose(grads[0], grads[1], atol=1e-7)
-    assert np.abs(grads[0]).max() > 1e-3
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        total, count = lean_masked(targets, logits)
+        mean = total / count
+    expected, _ = hand_loss.logits_gradients(
+        {"task_targets": targets, "lm_targets": np.full_like(targets, vocab.IGNORE_ID)},
+        {"logits": logits.numpy(), "vanilla_logits": logits.numpy()}, lm_weight=0)
+    grad = tape.gradient(mean, logits).numpy()
+    np.testing.assert_allclose(grad, expected, atol=1e-7)
+    assert np.abs(grad).max() > 1e-3
