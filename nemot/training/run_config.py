@@ -29,6 +29,7 @@ import dataclasses
 import tomllib
 from pathlib import Path
 
+from nemot import files
 from nemot.config import NeMoTConfig
 from nemot.data.config import DataConfig
 from nemot.errors import ConfigError
@@ -261,10 +262,12 @@ def read_toml(path):
     """The TOML dict of the run config at ``path``; errors name the file."""
     path = Path(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(files.read_text(path, RunConfigError))
     except FileNotFoundError:
         raise RunConfigError(f"{path}: no such run config") from None
-    except tomllib.TOMLDecodeError as error:
+    except (ValueError, RecursionError) as error:  # TOMLDecodeError is a ValueError
+        if isinstance(error, RunConfigError):
+            raise
         raise RunConfigError(f"{path}: not valid TOML: {error}") from None
 
 
