@@ -34,7 +34,7 @@ from tests.data import benchmark_files, fixtures
 # huge lines to tokenise and cut into windows, take a few seconds on a loaded 2-core machine).
 HANG_SECONDS = 60
 # The inserted "huge line": longer than csv's field limit (131,072 characters).
-HUGE = 300_000
+HUGE = 140_000
 OUTCOMES = ("read", "named_error", "unnamed_error", "unexpected", "hang")
 
 
@@ -411,58 +411,115 @@ TARGETS = {t.name: t for t in [
 
 
 # ---------------------------------------------------------------- mutations
+#
+# Each mutation draws its choices from a chooser: :class:`HypothesisChoices` in the suite
+# (hypothesis generates and shrinks), :class:`RandomChoices` in the benchmark (a seeded
+# ``random.Random``: the same mutations at a fraction of hypothesis' cost per input).
 
-def _position(data, fraction):
-    return int(fraction * len(data))
+class HypothesisChoices:
+    def __init__(self, draw):
+        self.draw = draw
+
+    def integer(self, low, high):
+        return self.draw(st.integers(low, high))
+
+    def fraction(self):
+        return self.draw(st.floats(0, 1))
+
+    def choice(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def binary(self, low, high):
+        return self.draw(st.binary(min_size=low, max_size=high))
+
+    def json_value(self):
+        return self.draw(st.recursive(
+            st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats()
+            | st.text(max_size=8),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                st.text(max_size=6), inner, max_size=3),
+            max_leaves=6))
+
+
+class RandomChoices:
+    def __init__(self, rng):
+        self.rng = rng
+
+    def integer(self, low, high):
+        return self.rng.randint(low, high)
+
+    def fraction(self):
+        return self.rng.random()
+
+    def choice(self, options):
+        return self.rng.choice(list(options))
+
+    def binary(self, low, high):
+        return self.rng.randbytes(self.rng.randint(low, high))
+
+    def _text(self):
+        alphabet = "ab \"\\\n\t\u00e9\u2028\ud800\U0001f600{}[]:,"
+        return "".join(self.rng.choice(alphabet) for _ in range(self.rng.randint(0, 8)))
+
+    def json_value(self, depth=0):
+        kinds = ["null", "bool", "int", "float", "text"] + (["list", "dict"] if depth < 2 else [])
+        kind = self.rng.choice(kinds)
+        if kind == "null":
+            return None
+        if kind == "bool":
+            return self.rng.random() < 0.5
+        if kind == "int":
+            return self.rng.choice([0, -1, 1, 2**31, -2**63, 2**70, self.rng.randint(-9, 9)])
+        if kind == "float":
+            return self.rng.choice([0.5, -1e300, float("nan"), float("inf"), 1e-320])
+        if kind == "text":
+            return self._text()
+        if kind == "list":
+            return [self.json_value(depth + 1) for _ in range(self.rng.randint(0, 3))]
+        return {self._text(): self.json_value(depth + 1) for _ in range(self.rng.randint(0, 3))}
 
 
 BAD_BYTES = [b"\xe9", b"\xff", b"\xc3", b"\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x00"]
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                  max_size=3),
-    max_leaves=6)
+BYTE_MUTATIONS = ("truncate", "flip", "insert", "delete", "non_utf8", "empty", "huge_line",
+                  "drop_line", "duplicate_line", "swap_lines", "nested")
 
 
 def _lines(data):
     return data.splitlines(keepends=True)
 
 
-@st.composite
-def byte_mutation(draw, data):
+def byte_mutation(c, data):
     """One mutation of ``data`` at the byte level."""
-    op = draw(st.sampled_from(["truncate", "flip", "insert", "delete", "non_utf8", "empty",
-                               "huge_line", "drop_line", "duplicate_line", "swap_lines",
-                               "nested"]))
-    at = _position(data, draw(st.floats(0, 1)))
+    op = c.choice(BYTE_MUTATIONS)
+    at = int(c.fraction() * len(data))
     if op == "truncate":
         return data[:at]
     if op == "flip" and data:
         at = min(at, len(data) - 1)
-        return data[:at] + bytes([data[at] ^ draw(st.integers(1, 255))]) + data[at + 1:]
+        return data[:at] + bytes([data[at] ^ c.integer(1, 255)]) + data[at + 1:]
     if op == "insert":
-        return data[:at] + draw(st.binary(min_size=1, max_size=8)) + data[at:]
+        return data[:at] + c.binary(1, 8) + data[at:]
     if op == "delete":
-        return data[:at] + data[at + draw(st.integers(1, 64)):]
+        return data[:at] + data[at + c.integer(1, 64):]
     if op == "non_utf8":
-        return data[:at] + draw(st.sampled_from(BAD_BYTES)) + data[at:]
+        return data[:at] + c.choice(BAD_BYTES) + data[at:]
     if op == "empty":
         return b""
     if op == "huge_line":
-        filler = draw(st.sampled_from([b"x", b"9", b" ", b"\t", b","]))
-        return data[:at] + filler * HUGE + draw(st.sampled_from([b"", b"\n"])) + data[at:]
-    if op == "nested":
-        return data[:at] + draw(st.sampled_from([b"[", b"{\"a\":"])) * 50_000 + data[at:]
+        filler = c.choice([b"x", b"9", b" ", b"\t", b","])
+        return data[:at] + filler * HUGE + c.choice([b"", b"\n"]) + data[at:]
+    if op == "nested":  # deeper than Python's recursion limit
+        return data[:at] + c.choice([b"[", b"{\"a\":"]) * 3_000 + data[at:]
     lines = _lines(data)
     if not lines:
         return data
-    i = draw(st.integers(0, len(lines) - 1))
+    i = c.integer(0, len(lines) - 1)
     if op == "drop_line":
         del lines[i]
     elif op == "duplicate_line":
         lines.insert(i, lines[i])
     elif op == "swap_lines":
-        j = draw(st.integers(0, len(lines) - 1))
+        j = c.integer(0, len(lines) - 1)
         lines[i], lines[j] = lines[j], lines[i]
     return b"".join(lines)
 
@@ -477,19 +534,17 @@ def _json_nodes(value, path=()):
             yield from _json_nodes(item, path + (index,))
 
 
-def _replace(value, path, new):
+def _replace(value, path, op, new=None):
+    """``value`` with the node at ``path`` replaced by ``new``, deleted or duplicated."""
     if not path:
         return new
     head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        value = dict(value)
-    else:
-        value = list(value)
+    value = dict(value) if isinstance(value, dict) else list(value)
     if rest:
-        value[head] = _replace(value[head], rest, new)
-    elif new is _DELETE:
+        value[head] = _replace(value[head], rest, op, new)
+    elif op == "delete":
         del value[head]
-    elif isinstance(new, _Duplicate):
+    elif op == "duplicate":
         if isinstance(value, list):
             value.insert(head, value[head])
         else:
@@ -499,36 +554,24 @@ def _replace(value, path, new):
     return value
 
 
-_DELETE = object()
-
-
-class _Duplicate:
-    pass
-
-
-@st.composite
-def json_mutation(draw, document):
+def json_mutation(c, document):
     """``document`` (parsed JSON) with one node replaced by a value of another type,
     deleted or duplicated."""
-    nodes = list(_json_nodes(document))
-    path, _ = draw(st.sampled_from(nodes))
-    if not path:
-        return draw(json_values)
-    new = draw(st.one_of(json_values, st.just(_DELETE), st.just(_Duplicate())))
-    return _replace(document, path, new)
+    path, _ = c.choice(list(_json_nodes(document)))
+    op = c.choice(["type", "delete", "duplicate"]) if path else "type"
+    return _replace(document, path, op, c.json_value() if op == "type" else None)
 
 
-@st.composite
-def field_mutation(draw, data, delimiter):
-    """A line of a delimited file with a field dropped, duplicated or emptied."""
+def field_mutation(c, data, delimiter):
+    """A line of a delimited file with a field dropped, duplicated, emptied or quoted."""
     lines = _lines(data)
     if not lines:
         return data
-    i = draw(st.integers(0, len(lines) - 1))
+    i = c.integer(0, len(lines) - 1)
     ending = b"\n" if lines[i].endswith(b"\n") else b""
     fields = lines[i][:len(lines[i]) - len(ending)].split(delimiter)
-    j = draw(st.integers(0, len(fields) - 1))
-    op = draw(st.sampled_from(["drop", "duplicate", "empty", "quote"]))
+    j = c.integer(0, len(fields) - 1)
+    op = c.choice(["drop", "duplicate", "empty", "quote"])
     if op == "drop":
         del fields[j]
     elif op == "duplicate":
@@ -541,99 +584,112 @@ def field_mutation(draw, data, delimiter):
     return b"".join(lines)
 
 
-def _structured(draw, kind, data):
-    """A structural mutation for ``kind``, or None when there is none."""
+def _npz_mutation(c, data):
+    with np.load(io.BytesIO(data)) as z:
+        arrays = {k: z[k] for k in z.files}
+    key = c.choice(sorted(arrays))
+    op = c.choice(["drop", "dtype", "shape", "values", "object"])
+    if op == "drop":
+        del arrays[key]
+    elif op == "dtype":
+        arrays[key] = arrays[key].astype(c.choice(
+            ["float32", "int8", "uint64", "<U3", "bool", "complex64"]))
+    elif op == "shape":
+        arrays[key] = np.resize(arrays[key], c.choice(
+            [(0,), (2, 2), (1,), (len(arrays[key]) + 5,)]))
+    elif op == "values" and arrays[key].size and arrays[key].dtype.kind in "iu":
+        flat = arrays[key].reshape(-1).copy()
+        flat[c.integer(0, flat.size - 1)] = c.integer(0, 2**15)
+        arrays[key] = flat.reshape(arrays[key].shape)
+    elif op == "object":
+        arrays[key] = np.array([{"a": 1}, None], dtype=object)
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    return out.getvalue()
+
+
+def _pickle_mutation(c, data):
+    batch = pickle.loads(data, encoding="bytes")
+    key = c.choice(sorted(batch))
+    op = c.choice(["drop", "value", "data"])
+    if op == "drop":
+        del batch[key]
+    elif op == "value":
+        batch[key] = c.json_value()
+    else:
+        batch[key] = c.choice([
+            np.zeros((3, 3072), "float32"), np.zeros((3, 100), "uint8"), np.zeros(5, "int64"),
+            [1, 2, 3], b"bytes", np.zeros((3, 3072), "uint8")[:, ::2]])
+    return pickle.dumps(batch, protocol=2)
+
+
+def _toml_mutation(c, data):
+    lines = _lines(data)
+    i = c.integer(0, len(lines) - 1)
+    key = lines[i].split(b"=")[0].strip() or b"x"
+    value = c.choice([b"1", b"-3", b'"x"', b"[]", b"true", b"{a = 1}", b"1e400", b"nan",
+                      b'[1, "a"]', b"2024-01-01"])
+    op = c.choice(["value", "duplicate", "drop"])
+    if op == "value":
+        lines[i] = key + b" = " + value + b"\n"
+    elif op == "duplicate":
+        lines.insert(i, lines[i])
+    else:
+        del lines[i]
+    return b"".join(lines)
+
+
+def structured_mutation(c, kind, data):
+    """A mutation of the structure ``kind`` has (a field, a value's type, an array's dtype),
+    or None when it has none."""
     if kind == "json":
-        return json.dumps(draw(json_mutation(json.loads(data)))).encode()
+        return json.dumps(json_mutation(c, json.loads(data))).encode()
     if kind == "jsonl":
         lines = _lines(data)
-        i = draw(st.integers(0, len(lines) - 1))
-        record = draw(json_mutation(json.loads(lines[i])))
-        lines[i] = json.dumps(record).encode() + b"\n"
+        i = c.integer(0, len(lines) - 1)
+        lines[i] = json.dumps(json_mutation(c, json.loads(lines[i]))).encode() + b"\n"
         return b"".join(lines)
     if kind in ("tsv", "csv-tab"):
-        return draw(field_mutation(data, b"\t"))
+        return field_mutation(c, data, b"\t")
     if kind == "csv":
-        return draw(field_mutation(data, b","))
+        return field_mutation(c, data, b",")
     if kind == "gzip-jsonl":
         text = gzip.decompress(data)
-        inner = draw(st.one_of(byte_mutation(text), st.just(None)))
-        if inner is None:
+        if c.choice([True, False]):
+            text = byte_mutation(c, text)
+        else:
             lines = _lines(text)
-            i = draw(st.integers(0, len(lines) - 1))
-            lines[i] = json.dumps(draw(json_mutation(json.loads(lines[i])))).encode() + b"\n"
-            inner = b"".join(lines)
-        return gzip.compress(inner, mtime=0)
+            i = c.integer(0, len(lines) - 1)
+            lines[i] = json.dumps(json_mutation(c, json.loads(lines[i]))).encode() + b"\n"
+            text = b"".join(lines)
+        return gzip.compress(text, mtime=0)
     if kind == "npz":
-        with np.load(io.BytesIO(data)) as z:
-            arrays = {k: z[k] for k in z.files}
-        key = draw(st.sampled_from(sorted(arrays)))
-        op = draw(st.sampled_from(["drop", "dtype", "shape", "values", "object"]))
-        if op == "drop":
-            del arrays[key]
-        elif op == "dtype":
-            arrays[key] = arrays[key].astype(draw(st.sampled_from(
-                ["float32", "int8", "uint64", "<U3", "bool", "complex64"])))
-        elif op == "shape":
-            arrays[key] = np.resize(arrays[key], draw(st.sampled_from(
-                [(0,), (2, 2), (1,), (len(arrays[key]) + 5,)])))
-        elif op == "values" and arrays[key].size and arrays[key].dtype.kind in "iu":
-            flat = arrays[key].reshape(-1).copy()
-            flat[draw(st.integers(0, flat.size - 1))] = draw(st.integers(0, 2**15))
-            arrays[key] = flat.reshape(arrays[key].shape)
-        elif op == "object":
-            arrays[key] = np.array([{"a": 1}, None], dtype=object)
-        out = io.BytesIO()
-        np.savez(out, **arrays)
-        return out.getvalue()
+        return _npz_mutation(c, data)
     if kind == "pickle":
-        batch = pickle.loads(data, encoding="bytes")
-        key = draw(st.sampled_from(sorted(batch)))
-        op = draw(st.sampled_from(["drop", "value", "data"]))
-        if op == "drop":
-            del batch[key]
-        elif op == "value":
-            batch[key] = draw(json_values)
-        else:
-            batch[key] = draw(st.sampled_from([
-                np.zeros((3, 3072), "float32"), np.zeros((3, 100), "uint8"),
-                np.zeros(5, "int64"), [1, 2, 3], b"bytes", np.zeros((3, 3072), "uint8")[:, ::2]]))
-        return pickle.dumps(batch, protocol=2)
+        return _pickle_mutation(c, data)
     if kind == "toml":
-        lines = _lines(data)
-        i = draw(st.integers(0, len(lines) - 1))
-        key = lines[i].split(b"=")[0].strip() or b"x"
-        value = draw(st.sampled_from([b"1", b"-3", b"\"x\"", b"[]", b"true", b"{a = 1}",
-                                      b"1e400", b"nan", b"[1, \"a\"]", b"2024-01-01"]))
-        op = draw(st.sampled_from(["value", "duplicate", "drop"]))
-        if op == "value":
-            lines[i] = key + b" = " + value + b"\n"
-        elif op == "duplicate":
-            lines.insert(i, lines[i])
-        else:
-            del lines[i]
-        return b"".join(lines)
+        return _toml_mutation(c, data)
     return None
+
+
+def mutate(c, kind, data):
+    """1-3 mutations of the valid file ``data`` of ``kind``: the first structural or at the
+    byte level, the others at the byte level."""
+    for k in range(c.integer(1, 3)):
+        new = None
+        if k == 0 and c.choice([True, False]):
+            try:
+                new = structured_mutation(c, kind, data)
+            except (ValueError, TypeError):
+                new = None  # e.g. an array that no cast fits: mutate its bytes instead
+        data = new if new is not None else byte_mutation(c, data)
+    return data
 
 
 @st.composite
 def mutated(draw, kind, data):
-    """1-3 mutations of the valid file ``data`` of ``kind``: the first structural (a
-    field, a value's type, an array) or at the byte level, the others at the byte level."""
-    for k in range(draw(st.integers(1, 3))):
-        new = None
-        if k == 0 and draw(st.booleans()):
-            try:
-                new = _structured(draw, kind, data)
-            except (ValueError, TypeError):
-                new = None  # e.g. an array that no cast fits: mutate its bytes instead
-        data = new if new is not None else draw(byte_mutation(data))
-    return data
-
-
-def inputs(case):
-    """The strategy of mutated inputs of a prepared :class:`Case`."""
-    return mutated(case.target.kind, case.original)
+    """The hypothesis strategy of :func:`mutate`'s inputs."""
+    return mutate(HypothesisChoices(draw), kind, data)
 
 
 def tally(outcomes, seconds):
@@ -650,27 +706,18 @@ def tally(outcomes, seconds):
 
 
 def run_target(target, root, examples, seed=0):
-    """Read ``examples`` mutated inputs of ``target`` (hypothesis, seeded by ``seed``);
-    returns :func:`tally`'s figure. The readers' warnings (C4's skipped lines) are not
-    shown."""
+    """Read ``examples`` mutated inputs of ``target`` (:class:`RandomChoices` seeded by
+    ``seed``); returns :func:`tally`'s figure. The readers' warnings (C4's skipped lines)
+    are not shown."""
     import logging
-
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
+    import random
 
     logging.getLogger("nemot").setLevel(logging.ERROR)
-    outcomes = []
+    rng = random.Random(f"{seed}:{target.name}")
     with target.prepared(root) as case:
         start = time.perf_counter()
-
-        @hypothesis_seed(seed)
-        @settings(max_examples=examples, database=None, deadline=None,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-        @given(data=inputs(case))
-        def fuzz(data):
-            outcomes.append(case.run(data))
-
-        fuzz()
+        outcomes = [case.run(mutate(RandomChoices(rng), target.kind, case.original))
+                    for _ in range(examples)]
         return tally(outcomes, time.perf_counter() - start)
 
 
