@@ -10,7 +10,7 @@ previous file as it was and raises :class:`WriteError`, one line naming the path
 **Locks.** :func:`run_lock` holds ``<directory>/.lock`` (the process id and host) while a
 run writes into ``directory``: a second run into it refuses, naming the directory and
 the other process; a lock left by a process that no longer runs is taken over, and a
-warning says so.
+warning says so. Taking the lock removes the temporary files that killed writers left.
 
 Example:
     >>> with atomic_open("results.csv", "w", newline="") as handle:   # doctest: +SKIP
@@ -62,6 +62,25 @@ def is_temporary(path):
     """Whether ``path`` is the temporary file of an unfinished (or killed) write."""
     name = Path(path).name
     return name.startswith(".") and f"{TMP_MARK}" in name
+
+
+def _writer_pid(path):
+    """The process id in a temporary file's name (None when it has none)."""
+    stem = Path(path).name.rpartition(TMP_MARK)[0]
+    pid = stem.rpartition(".")[2]
+    return int(pid) if pid.isdigit() else None
+
+
+def remove_stale_temporaries(directory):
+    """Remove the temporary files in ``directory`` left by killed writers (their process no
+    longer runs); returns their names."""
+    removed = []
+    for path in Path(directory).iterdir():
+        pid = _writer_pid(path) if is_temporary(path) else None
+        if pid is not None and pid != os.getpid() and not _alive(pid):
+            _remove(path)
+            removed.append(path.name)
+    return removed
 
 
 def _fsync_directory(directory):
@@ -216,6 +235,10 @@ def run_lock(directory, what="run"):
     else:
         raise DirectoryInUse(f"{directory}: could not take its lock ({path}): other processes "
                              "keep taking it")
+    removed = remove_stale_temporaries(directory)
+    if removed:
+        logger.info("%s: removed %d temporary file(s) of writes that were cut short: %s",
+                    directory, len(removed), ", ".join(sorted(removed)))
     try:
         yield
     finally:

@@ -41,6 +41,7 @@ would read all of it once more) differs, naming the shard.
 import hashlib
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -51,6 +52,7 @@ from nemot.data.format import DataError
 from nemot.data.readers.common import read_json
 
 INDEX = "shards.json"
+_SHA256 = re.compile("[0-9a-f]{64}")
 
 
 def flatten(lists, dtype):
@@ -101,10 +103,11 @@ def read_index(directory):
     entries = document.get("shards") if isinstance(document, dict) else None
     if not isinstance(entries, dict) or not all(
             isinstance(e, dict) and isinstance(e.get("bytes"), int)
-            and isinstance(e.get("sha256"), str) for e in entries.values()):
+            and isinstance(e.get("sha256"), str) and _SHA256.fullmatch(e["sha256"])
+            for e in entries.values()):
         raise DataError(path, None, "shards", "an object {shard name: {\"bytes\": int, "
-                        "\"sha256\": str}} as data_prep writes it (rerun data_prep to rebuild "
-                        "it)")
+                        "\"sha256\": 64 hex digits}} as data_prep writes it (rerun data_prep to "
+                        "rebuild it)")
     return entries
 
 

@@ -85,6 +85,10 @@ class StepCheckpoint(keras.callbacks.Callback):
         self.last_saved = step
 
     def on_train_batch_end(self, batch, logs=None):
+        # An epoch's last step is saved at the epoch's end, after validation has written
+        # its results row and models, so that a run resumed from it has them.
+        if batch + 1 == (self.params or {}).get("steps"):
+            return
         if self.every and self.checkpoint.step % self.every == 0:
             self._save()
 

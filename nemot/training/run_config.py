@@ -171,13 +171,16 @@ def run_config_from_dict(data, source="<dict>"):
         raise RunConfigError(f"{source}: loss.vanilla_weight = {loss.vanilla_weight}: the GPT-2 "
                              "baseline has no vanilla set; set it to 0")
     _check_resume_allow(source, train.resume_allow)
+    seed = data.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise RunConfigError(f"{source}: seed = {toml_value(seed)}: expected an integer")
     schedule = dict(data.get("schedule", {"type": "constant", "rate": 1e-5}))
     try:
         build_schedule(schedule)
     except ValueError as error:
         raise RunConfigError(f"{source}: [schedule]: {error}") from None
     return RunConfig(name=data["name"], kind=data["kind"], model=model, data=data_cfg,
-                     train=train, schedule=schedule, loss=loss, seed=int(data.get("seed", 0)),
+                     train=train, schedule=schedule, loss=loss, seed=seed,
                      model_name=data.get("model_name", "nemot"), gpt2=data.get("gpt2") or None,
                      source=source)
 
