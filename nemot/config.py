@@ -5,7 +5,8 @@ import json
 import tomllib
 from pathlib import Path
 
-from nemot import vocab
+from nemot import files, vocab
+from nemot.errors import ConfigError
 from nemot.modulation.spec import ModulationSpec
 
 THESIS_OUTPUT_BLOCKS = (
@@ -218,18 +219,32 @@ class NeMoTConfig:
     def from_file(cls, path):
         """Read the ``[model]`` table of a TOML run config (or a JSON dict).
 
-        A ``preset`` key starts from that preset; the other keys override it.
+        A ``preset`` key starts from that preset; the other keys override it. Anything
+        wrong in the file is a :class:`~nemot.errors.ConfigError` naming it.
         """
         path = Path(path)
-        if path.suffix == ".json":
-            data = json.loads(path.read_text())
-        else:
-            data = tomllib.loads(path.read_text())
-        data = dict(data.get("model", data))
-        base = cls.preset(data.pop("preset")) if "preset" in data else cls()
-        cls.check_fields(data, source=str(path))
-        return base.replace(**{k: (tuple(v) if k == "output_blocks" else v)
-                               for k, v in data.items() if k not in LEGACY_FIELDS})
+        text = files.read_text(path, ConfigError)
+        try:
+            data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        except (ValueError, RecursionError) as error:  # TOMLDecodeError is a ValueError
+            kind = "JSON" if path.suffix == ".json" else "TOML"
+            raise ConfigError(f"{path}: not valid {kind}: {error}") from None
+        data = data.get("model", data) if isinstance(data, dict) else data
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a [model] table of model fields, got "
+                              f"{type(data).__name__}")
+        data = dict(data)
+        try:
+            base = cls.preset(data.pop("preset")) if "preset" in data else cls()
+            cls.check_fields(data, source=str(path))
+            return base.replace(**{k: (tuple(v) if k == "output_blocks" else v)
+                                   for k, v in data.items() if k not in LEGACY_FIELDS})
+        except (ValueError, TypeError) as error:
+            if isinstance(error, ConfigError):
+                raise
+            message = str(error)
+            raise ConfigError(message if message.startswith(str(path)) else
+                              f"{path}: {message}") from None
 
 
 # Fields of earlier versions, accepted in saved configs when they hold the only value

@@ -43,13 +43,15 @@ import itertools
 import json
 import logging
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
 
-from nemot import vocab
+from nemot import files, vocab
 from nemot.data import c4_tfds, shards
 from nemot.data.format import DataError
+from nemot.data.readers.common import decode, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +78,8 @@ def list_files(data_dir, split="train", source="files", tfds_name=TFDS_NAME):
     ``data_dir`` (:func:`nemot.data.c4_tfds.list_shards`).
 
     ``split="train"`` takes every file without ``validation`` in its name,
-    ``split="validation"`` only those with it (TFDS: the split of that name).
+    ``split="validation"`` only those with it (TFDS: the split of that name). Shards are
+    checked against their index (:func:`nemot.data.shards.check_shards`).
     """
     if split not in ("train", "validation"):
         raise ValueError(f"split must be 'train' or 'validation', got {split!r}")
@@ -90,8 +93,7 @@ def list_files(data_dir, split="train", source="files", tfds_name=TFDS_NAME):
     keep = (lambda p: "validation" not in p.name) if split == "train" else (
         lambda p: "validation" in p.name)
     raw = sorted(p for p in data_dir.glob("*.json.gz") if keep(p))
-    npz = sorted(p for p in data_dir.glob("*.npz")
-                 if keep(p) and not p.name.endswith(shards.TMP_SUFFIX))
+    npz = sorted(p for p in data_dir.glob("*.npz") if keep(p) and not files.is_temporary(p))
     if raw and npz:
         raise DataError(data_dir, f"split {split!r}", "files",
                         "either raw *.json.gz files or data_prep *.npz shards, not both",
@@ -100,6 +102,8 @@ def list_files(data_dir, split="train", source="files", tfds_name=TFDS_NAME):
         raise DataError(data_dir, f"split {split!r}", "files",
                         "C4 *.json.gz files (HF c4/en layout) or *.npz shards from "
                         "`python -m data_prep c4`", got="none")
+    if npz:
+        shards.check_shards(npz)
     return (RAW, raw) if raw else (SHARDS, npz)
 
 
@@ -143,18 +147,33 @@ class Problems:
         return count
 
 
+def _gzip_lines(path):
+    """``(line_number, line)`` of a gzip file of UTF-8 text; a file that is not gzip, is cut
+    short or holds a byte that is not UTF-8 is a :class:`DataError` naming it."""
+    line_no, offset = 0, 0
+    try:
+        with gzip.open(path, "rb") as f:
+            for line_no, raw in enumerate(f, 1):
+                yield line_no, decode(path, raw, offset, line_no)
+                offset += len(raw)
+    except (OSError, EOFError, zlib.error) as error:
+        raise DataError(path, line_no + 1, "(gzip)", "a complete gzip file of JSON lines (as "
+                        f"the C4 download has; {type(error).__name__}: {error}, after "
+                        f"{offset} bytes of text)") from None
+
+
 def _raw_texts(path, problems):
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            try:
-                text = json.loads(line)["text"]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                problems.add(path, line_no, line)
-                continue
-            if not isinstance(text, str):
-                problems.add(path, line_no, line)
-                continue
-            yield text
+    for line_no, line in _gzip_lines(path):
+        try:
+            text = json.loads(line)["text"]
+        # ValueError: JSONDecodeError, or a number too long for Python to convert.
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+            problems.add(path, line_no, line)
+            continue
+        if not isinstance(text, str):
+            problems.add(path, line_no, line)
+            continue
+        yield text
 
 
 def _flat(docs):
@@ -261,12 +280,16 @@ class WindowIndex:
         self.n, self.pack, self.tokenizer = n, pack, tokenizer
         self.counts = {}
         if self.path is not None and self.path.is_file():
+            expected = "a JSON object of window counts (delete the file to rebuild it)"
             try:
-                self.counts = json.loads(self.path.read_text())
-            except json.JSONDecodeError as err:
-                raise DataError(self.path, err.lineno, "counts",
-                                "a JSON object of window counts (delete the file to rebuild it)",
-                                ) from err
+                self.counts = json.loads(read_text(self.path))
+            except (ValueError, RecursionError) as err:  # JSONDecodeError is a ValueError
+                raise DataError(self.path, getattr(err, "lineno", None), "counts",
+                                expected) from None
+            if not isinstance(self.counts, dict) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                    for v in self.counts.values()):
+                raise DataError(self.path, None, "counts", expected)
 
     def key(self, path):
         if isinstance(path, (str, os.PathLike)):
@@ -282,9 +305,7 @@ class WindowIndex:
         self.counts[key] = count
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.counts, indent=0))
-            os.replace(tmp, self.path)
+            files.write_json(self.path, self.counts, indent=0)
 
     def count(self, path, kind, problems):
         """Windows of ``path``: recorded, from a shard's offsets, or by tokenising a raw file

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from nemot.data.format import DataError
+from nemot.data.readers.common import csv_rows
 
 SPLITS = ("train", "dev", "test")
 
@@ -137,33 +138,31 @@ def read_file(layout, path, task="?"):
     path = Path(path)
     quoting = csv.QUOTE_MINIMAL if layout.quoted else csv.QUOTE_NONE
     texts, labels, skipped = [], [], []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=quoting)
-        header = next(reader, None)
-        if header is None:
-            raise DataError(path, 1, "(header)", f"a header with columns {list(layout.text)}",
-                            got="an empty file")
-        missing = [c for c in layout.text if c not in header]
-        if missing:
-            raise DataError(path, 1, missing[0], f"a header with columns {list(layout.text)}",
-                            got=header)
-        has_label = layout.label in header
-        columns = [header.index(c) for c in layout.text]
-        label_column = header.index(layout.label) if has_label else None
-        for row in reader:
-            line = reader.line_num  # where the row ends (a quoted field may span lines)
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(path, line, "(row)",
-                                f"{len(header)} tab-separated fields as in the header",
-                                got=len(row))
-            if has_label and layout.skip_empty_labels and not row[label_column].strip():
-                skipped.append(line)
-                continue
-            texts.append(tuple(row[c].strip() for c in columns))
-            if has_label:
-                labels.append(_label(layout, path, line, row[label_column]))
+    rows = csv_rows(path, delimiter="\t", quoting=quoting)
+    _, header = next(rows, (1, None))
+    if header is None:
+        raise DataError(path, 1, "(header)", f"a header with columns {list(layout.text)}",
+                        got="an empty file")
+    missing = [c for c in layout.text if c not in header]
+    if missing:
+        raise DataError(path, 1, missing[0], f"a header with columns {list(layout.text)}",
+                        got=header)
+    has_label = layout.label in header
+    columns = [header.index(c) for c in layout.text]
+    label_column = header.index(layout.label) if has_label else None
+    for line, row in rows:  # line: where the row ends (a quoted field may span lines)
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise DataError(path, line, "(row)",
+                            f"{len(header)} tab-separated fields as in the header",
+                            got=len(row))
+        if has_label and layout.skip_empty_labels and not row[label_column].strip():
+            skipped.append(line)
+            continue
+        texts.append(tuple(row[c].strip() for c in columns))
+        if has_label:
+            labels.append(_label(layout, path, line, row[label_column]))
     text_a = tuple(t[0] for t in texts)
     text_b = tuple(t[1] for t in texts) if len(layout.text) == 2 else None
     return Rows(task, str(path), text_a, text_b,

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from nemot.data.format import DataError
+from nemot.data.readers.common import decode
 
 LETTERS = string.ascii_letters + " .,;'"
 
@@ -40,11 +41,7 @@ def read_names(directory):
                                 "corpus (data/names of the PyTorch char-RNN tutorial)")
     names, labels = [], []
     for label, path in enumerate(files):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as error:
-            line = path.read_bytes()[:error.start].count(b"\n") + 1
-            raise DataError(path, line, "name", "UTF-8 text", got=error.reason) from None
+        text = decode(path, path.read_bytes())
         lines = text.split("\n")
         if lines[-1] == "":
             lines.pop()  # the final newline

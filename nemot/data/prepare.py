@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nemot import files
 from nemot.data import c4, registry, shards
 from nemot.data.format import Formatter
 from nemot.data.tokenizer import Tokenizer
@@ -33,11 +34,13 @@ def prepare_qa(name, split, data_dir, out_dir, tokenizer=None, shard_size=10000,
     out_dir.mkdir(parents=True, exist_ok=True)
     n_shards = max(1, -(-len(examples) // shard_size))
     paths = []
-    for k in range(n_shards):
-        path = out_dir / shards.qa_shard_name(name, split, k, n_shards)
-        shards.write_qa_shard(
-            path, formatter.format_batch(examples[k * shard_size:(k + 1) * shard_size]))
-        paths.append(path)
+    with files.run_lock(out_dir, "data_prep"):
+        for k in range(n_shards):
+            path = out_dir / shards.qa_shard_name(name, split, k, n_shards)
+            entry = shards.write_qa_shard(
+                path, formatter.format_batch(examples[k * shard_size:(k + 1) * shard_size]))
+            shards.record_shards(out_dir, {path.name: entry})
+            paths.append(path)
     return paths
 
 
@@ -55,7 +58,7 @@ def _tokenize_c4_file(job):
                  for ids, offsets in c4.raw_chunks(Path(source), _worker_tokenizer,
                                                    c4.Problems(max_bad_lines=0))
                  for d in range(len(offsets) - 1)]
-    return shards.write_c4_shard(target, documents)
+    return (Path(target).name, *shards.write_c4_shard(target, documents))
 
 
 def prepare_c4(c4_dir, out_dir, split="train", workers=None, progress=True, **tokenizer_kwargs):
@@ -63,21 +66,30 @@ def prepare_c4(c4_dir, out_dir, split="train", workers=None, progress=True, **to
 
     The input files are those :func:`nemot.data.c4.list_files` streams (raw
     ``*.json.gz``, validation files only for ``split="validation"``); a malformed line
-    is an error naming the file and line.
+    is an error naming the file and line. A shard is done once its directory's index
+    lists it (:mod:`nemot.data.shards`): a rerun writes the others again, so one killed
+    in the middle finishes the work.
 
     Returns ``{"files": n, "skipped": already complete, "documents": ..., "tokens": ...}``
     (documents and tokens of the shards written by this call).
     """
-    from tqdm import tqdm
-
-    kind, files = c4.list_files(c4_dir, split)
+    kind, c4_files = c4.list_files(c4_dir, split)
     if kind != c4.RAW:
         raise ValueError(f"{c4_dir}: holds .npz shards already; expected raw *.json.gz files")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    jobs = [(str(f), str(shards.c4_shard_path(f, out_dir))) for f in files
-            if not shards.c4_shard_path(f, out_dir).exists()]
-    summary = {"files": len(files), "skipped": len(files) - len(jobs), "documents": 0, "tokens": 0}
+    with files.run_lock(out_dir, "data_prep"):
+        return _prepare_c4(c4_files, out_dir, workers, progress, tokenizer_kwargs)
+
+
+def _prepare_c4(c4_files, out_dir, workers, progress, tokenizer_kwargs):
+    from tqdm import tqdm
+
+    done = shards.read_index(out_dir)
+    jobs = [(str(f), str(shards.c4_shard_path(f, out_dir))) for f in c4_files
+            if not (shards.c4_shard_path(f, out_dir).name in done
+                    and shards.c4_shard_path(f, out_dir).exists())]
+    summary = {"files": len(c4_files), "skipped": len(c4_files) - len(jobs), "documents": 0,
+               "tokens": 0}
     workers = min(workers or os.cpu_count() or 1, max(len(jobs), 1))
     bar = tqdm(total=len(jobs), desc="c4 shards", unit="file", disable=not progress)
     if workers == 1:
@@ -89,7 +101,8 @@ def prepare_c4(c4_dir, out_dir, split="train", workers=None, progress=True, **to
         pool = multiprocessing.get_context("spawn").Pool(workers, _init_worker, (tokenizer_kwargs,))
         results = pool.imap_unordered(_tokenize_c4_file, jobs)
     try:
-        for documents, tokens in results:
+        for name, documents, tokens, entry in results:
+            shards.record_shards(out_dir, {name: entry})
             summary["documents"] += documents
             summary["tokens"] += tokens
             bar.update()

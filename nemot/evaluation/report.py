@@ -34,6 +34,7 @@ Example:
 import json
 from pathlib import Path
 
+from nemot import files
 from nemot.evaluation import metrics, plots, thesis_numbers
 
 DATASET_TITLES = {
@@ -191,7 +192,7 @@ def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)",
 
 
 def write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8") as handle:
+    with files.atomic_open(path, "w") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
@@ -283,8 +284,8 @@ def write_report(out_dir, records, metric, dataset, split, model_name="NeMoT (th
         summary["club_epoch"], summary["spade_epoch"] = club, spade
         markdown += f"\n♣ lowest validation loss: epoch {club}; ♠ best validation {primary}: epoch {spade}.\n"
         markdown += f"\n![training curves]({paths['curves'].name})\n"
-    paths["metrics"].write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    paths["report"].write_text(markdown, encoding="utf-8")
+    files.write_json(paths["metrics"], summary, indent=2, ensure_ascii=False)
+    files.write_text(paths["report"], markdown)
     return dict(paths, scores=by_metric[primary])
 
 
@@ -344,9 +345,7 @@ def write_lm_report(out_dir, results, model_name="NeMoT (this run)"):
         entries.append(dict(entry, dataset=dataset))
     thesis = [{"model": r.model, "window": r.window, "values": r.values} for r in thesis_numbers.TABLE_3_1]
     paths = {"metrics": out_dir / "lm_perplexity.json", "report": out_dir / "lm_perplexity.md"}
-    paths["metrics"].write_text(
-        json.dumps({"model": model_name, "results": entries, "thesis": thesis}, indent=2, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
-    paths["report"].write_text(table, encoding="utf-8")
+    files.write_json(paths["metrics"], {"model": model_name, "results": entries, "thesis": thesis},
+                     indent=2, ensure_ascii=False)
+    files.write_text(paths["report"], table)
     return paths

@@ -16,12 +16,12 @@ import csv
 import json
 import math
 import os
-import shutil
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from nemot import files
 from nemot.evaluation.plots import TRAINING_LOG_COLUMNS
 
 MODEL_FILES = {"best_loss": "model_best_loss.keras", "best_metric": "model_best_metric.keras",
@@ -85,6 +85,10 @@ class StepCheckpoint(keras.callbacks.Callback):
         self.last_saved = step
 
     def on_train_batch_end(self, batch, logs=None):
+        # An epoch's last step is saved at the epoch's end, after validation has written
+        # its results row and models, so that a run resumed from it has them.
+        if batch + 1 == (self.params or {}).get("steps"):
+            return
         if self.every and self.checkpoint.step % self.every == 0:
             self._save()
 
@@ -172,16 +176,14 @@ class EpochValidation(keras.callbacks.Callback):
         """Drop results rows after ``epoch`` (1-based): a resumed run redoes them."""
         if not os.path.exists(self.csv_path):
             return
-        with open(self.csv_path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-        self._write_rows([r for r in rows if int(r["epoch"]) <= epoch],
-                         list(rows[0]) if rows else None)
+        rows, fields = self._read_rows()
+        self._write_rows([r for r in rows if int(r["epoch"]) <= epoch], fields)
 
     def _write_rows(self, rows, fields):
         if not self.enabled:
             return
         fields = fields or list(TRAINING_LOG_COLUMNS)
-        with open(self.csv_path, "w", newline="", encoding="utf-8") as handle:
+        with files.atomic_open(self.csv_path, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
@@ -200,19 +202,19 @@ class EpochValidation(keras.callbacks.Callback):
             logs["val_metric"] = val_metric
             logs.update(extras)
         last = os.path.join(self.out_dir, MODEL_FILES["last"])
-        self.model.save(last)
+        with files.atomic_path(last) as tmp:
+            self.model.save(tmp)
         # A best model is this epoch's model: copy the file rather than serialise again
         # (a save walks every variable and optimizer slot; a copy is one file write).
         if val_loss is not None and (self.best["val_loss"] is None
                                      or val_loss < self.best["val_loss"]):
             self.best.update(val_loss=val_loss, loss_epoch=epoch + 1)
-            shutil.copyfile(last, os.path.join(self.out_dir, MODEL_FILES["best_loss"]))
+            files.copy(last, os.path.join(self.out_dir, MODEL_FILES["best_loss"]))
         if val_metric is not None and (self.best["val_metric"] is None
                                        or val_metric > self.best["val_metric"]):
             self.best.update(val_metric=val_metric, metric_epoch=epoch + 1)
-            shutil.copyfile(last, os.path.join(self.out_dir, MODEL_FILES["best_metric"]))
-        with open(self.state_path, "w", encoding="utf-8") as handle:
-            json.dump(self.best, handle, indent=1)
+            files.copy(last, os.path.join(self.out_dir, MODEL_FILES["best_metric"]))
+        files.write_json(self.state_path, self.best, indent=1)
         row = {"epoch": epoch + 1, "loss": _value(logs, "loss"),
                "val_loss": "" if val_loss is None else val_loss,
                "val_metric": "" if val_metric is None else val_metric}
@@ -223,9 +225,15 @@ class EpochValidation(keras.callbacks.Callback):
             if term in logs:
                 row[term] = _value(logs, term)
         row.update(extras)
-        exists = os.path.exists(self.csv_path)
-        with open(self.csv_path, "a", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(row))
-            if not exists:
-                writer.writeheader()
-            writer.writerow(row)
+        # The whole file again, to a temporary name: an append cut short by a kill would
+        # leave half a row.
+        rows, fields = self._read_rows()
+        self._write_rows(rows + [row], list(dict.fromkeys([*(fields or ()), *row])))
+
+    def _read_rows(self):
+        """The rows of the results CSV and its columns (``([], None)`` without one)."""
+        if not os.path.exists(self.csv_path):
+            return [], None
+        with open(self.csv_path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            return list(reader), reader.fieldnames

@@ -11,8 +11,11 @@ run resumed in the middle of an epoch first finishes that epoch (one short ``fit
 call), then runs the remaining whole epochs, and its data continue at exactly the batch
 they would have reached (``source.train(start_batch=step, ...)``).
 
-Output directory::
+Output directory (every file written under a temporary name and renamed, so a run killed
+at any moment leaves each one whole; ``.lock`` names the process writing it,
+:mod:`nemot.files`)::
 
+    .lock                      the process id of the run writing here (while it runs)
     config.toml                the resolved run config (when given)
     train_state/ckpt-<step>*   training checkpoints (tf.train.CheckpointManager, keep K)
     logs/                      TensorBoard scalars
@@ -27,6 +30,7 @@ Example:
     >>> result.best["metric_epoch"]
 """
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -35,6 +39,7 @@ from pathlib import Path
 
 import keras
 
+from nemot import files
 from nemot.training import callbacks as cb
 from nemot.training import distributed
 from nemot.training.checkpoints import TrainingCheckpoint
@@ -240,12 +245,25 @@ def _build(build_model, compile_model, train, strategy):
 
 def _run(build_model, compile_model, source, train, out_dir, strategy, extra_callbacks,
          config_toml, perplexity):
-    from nemot.data import pipelines
-
     is_chief, worker = distributed.worker_info(strategy)
     os.makedirs(out_dir, exist_ok=True)
+    with directory_lock(out_dir, is_chief):
+        return _run_locked(build_model, compile_model, source, train, out_dir, strategy,
+                           extra_callbacks, config_toml, perplexity, is_chief, worker)
+
+
+def directory_lock(out_dir, is_chief=True):
+    """The run directory's lock (:func:`nemot.files.run_lock`), held by the chief alone (the
+    other workers of a multi-worker run write only scratch files)."""
+    return files.run_lock(out_dir, "training run") if is_chief else contextlib.nullcontext()
+
+
+def _run_locked(build_model, compile_model, source, train, out_dir, strategy, extra_callbacks,
+                config_toml, perplexity, is_chief, worker):
+    from nemot.data import pipelines
+
     if is_chief and config_toml is not None:
-        Path(out_dir, "config.toml").write_text(config_toml, encoding="utf-8")
+        files.write_text(Path(out_dir, "config.toml"), config_toml)
     model = _build(build_model, compile_model, train, strategy)
     with strategy.scope():
         checkpoint = TrainingCheckpoint(model, os.path.join(out_dir, TRAIN_STATE),

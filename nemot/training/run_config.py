@@ -29,6 +29,7 @@ import dataclasses
 import tomllib
 from pathlib import Path
 
+from nemot import files
 from nemot.config import NeMoTConfig
 from nemot.data.config import DataConfig
 from nemot.errors import ConfigError
@@ -170,13 +171,16 @@ def run_config_from_dict(data, source="<dict>"):
         raise RunConfigError(f"{source}: loss.vanilla_weight = {loss.vanilla_weight}: the GPT-2 "
                              "baseline has no vanilla set; set it to 0")
     _check_resume_allow(source, train.resume_allow)
+    seed = data.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise RunConfigError(f"{source}: seed = {toml_value(seed)}: expected an integer")
     schedule = dict(data.get("schedule", {"type": "constant", "rate": 1e-5}))
     try:
         build_schedule(schedule)
     except ValueError as error:
         raise RunConfigError(f"{source}: [schedule]: {error}") from None
     return RunConfig(name=data["name"], kind=data["kind"], model=model, data=data_cfg,
-                     train=train, schedule=schedule, loss=loss, seed=int(data.get("seed", 0)),
+                     train=train, schedule=schedule, loss=loss, seed=seed,
                      model_name=data.get("model_name", "nemot"), gpt2=data.get("gpt2") or None,
                      source=source)
 
@@ -261,10 +265,12 @@ def read_toml(path):
     """The TOML dict of the run config at ``path``; errors name the file."""
     path = Path(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(files.read_text(path, RunConfigError))
     except FileNotFoundError:
         raise RunConfigError(f"{path}: no such run config") from None
-    except tomllib.TOMLDecodeError as error:
+    except (ValueError, RecursionError) as error:  # TOMLDecodeError is a ValueError
+        if isinstance(error, RunConfigError):
+            raise
         raise RunConfigError(f"{path}: not valid TOML: {error}") from None
 
 

@@ -65,7 +65,7 @@ def build_schedule(spec):
                 float(spec["rate"]), int(spec["decay_steps"]), alpha=float(spec.get("alpha", 0.0)))
         if kind == "warmup_cosine":
             return WarmupCosine(**spec)
-    except (KeyError, TypeError) as error:
+    except (KeyError, TypeError, OverflowError) as error:
         raise ValueError(f"learning-rate schedule {kind!r}: bad or missing field ({error}); "
                          f"got {spec}") from None
     raise ValueError(f"learning-rate schedule type {kind!r}: expected 'constant', 'cosine' "

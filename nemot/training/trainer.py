@@ -29,7 +29,7 @@ import os
 import keras
 import numpy as np
 
-from nemot import optimizers
+from nemot import files, optimizers
 from nemot.data import pipelines, sources
 from nemot.data.pos_tags import pos_tagger_for
 from nemot.data.sampling import TaskSampler
@@ -257,16 +257,16 @@ def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None, callbac
     """
     out_dir = str(out_dir or default_out_dir(cfg))
     loop.show_run_messages()
-    check_resume(cfg, out_dir)
-    if source is None:
-        source, task_tokens = data_source(cfg, tokenizer)
-    pipelines.check_task_tokens(task_tokens or {}, cfg.model)
     strategy = strategy or distributed.make_strategy(cfg.train.strategy)
     is_chief, _ = distributed.worker_info(strategy)
-    if is_chief:
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, RUN_CONFIG), "w", encoding="utf-8") as f:
-            f.write(dump_toml(cfg.to_dict()))
-    return loop.run(lambda: build_model(cfg), source, cfg.train, out_dir,
-                    compile_model=lambda model: compile_model(model, cfg), seed=cfg.seed,
-                    strategy=strategy, callbacks=callbacks, perplexity=cfg.kind == "pretrain")
+    with loop.directory_lock(out_dir, is_chief):
+        check_resume(cfg, out_dir)
+        if source is None:
+            source, task_tokens = data_source(cfg, tokenizer)
+        pipelines.check_task_tokens(task_tokens or {}, cfg.model)
+        if is_chief:
+            files.write_text(os.path.join(out_dir, RUN_CONFIG), dump_toml(cfg.to_dict()))
+        return loop.run(lambda: build_model(cfg), source, cfg.train, out_dir,
+                        compile_model=lambda model: compile_model(model, cfg), seed=cfg.seed,
+                        strategy=strategy, callbacks=callbacks,
+                        perplexity=cfg.kind == "pretrain")

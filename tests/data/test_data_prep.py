@@ -17,7 +17,7 @@ def test_c4_shards_hold_every_document_and_skip_validation(tmp_path, tok):
                        "tokens": sum(len(tok.encode(t)) for name, texts in written.items()
                                      if "train" in name for t in texts)}
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert names == [f"c4-train.{i:05d}-of-01024.npz" for i in range(3)]
+    assert names == [f"c4-train.{i:05d}-of-01024.npz" for i in range(3)] + ["shards.json"]
     for name, texts in written.items():
         if "validation" in name:
             continue
@@ -38,7 +38,8 @@ def test_c4_resume_skips_complete_shards_and_redoes_partial_ones(tmp_path, capsy
     before = {k: shards.read_c4_shard(out / f"c4-train.{k:05d}-of-01024.npz")[0] for k in (0, 2)}
     for k in (0, 2):
         (out / f"c4-train.{k:05d}-of-01024.npz").unlink()
-    (out / "c4-train.00002-of-01024.tmp.npz").write_bytes(b"partial write")  # an interrupted run
+    # An interrupted run's temporary file.
+    (out / ".c4-train.00002-of-01024.npz.99999.tmp.npz").write_bytes(b"partial write")
     # Two shards left: two worker processes.
     main(["c4", "--c4-dir", str(tmp_path / "c4"), "--out", str(out), "--workers", "2",
           "--no-progress"])
@@ -97,7 +98,7 @@ def test_c4_command_shards_the_validation_split_too(tmp_path, capsys):
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [p["split"] for p in printed] == ["train", "validation"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
-        name.replace(".json.gz", ".npz") for name in written)
+        [name.replace(".json.gz", ".npz") for name in written] + ["shards.json"])
     # Pre-training on the shards finds its validation split there.
     kind, files = c4.list_files(tmp_path / "out", "validation")
     assert kind == c4.SHARDS and [f.name for f in files] == [

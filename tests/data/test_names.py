@@ -22,8 +22,9 @@ def test_names_errors_name_the_file_and_line(tmp_path):
                                         r"\(letters or \" .,;'\"\), got ''"):
         names.read_names(directory)
     (directory / "Greek.txt").write_bytes(b"Papadopoulos\nAlex\xffiou\n")
-    with pytest.raises(DataError, match=r"Greek.txt: line 2: field 'name': expected UTF-8 text, "
-                                        r"got 'invalid start byte'"):
+    with pytest.raises(DataError, match=r"Greek.txt: line 2: field '\(bytes\)': expected UTF-8 "
+                                        r"text; byte 0xff at byte offset 17 is not \(invalid "
+                                        r"start byte\)"):
         names.read_names(directory)
     with pytest.raises(FileNotFoundError, match="no <Language>.txt files"):
         names.read_names(tmp_path / "empty")

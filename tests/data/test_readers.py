@@ -189,7 +189,7 @@ def test_missing_labels_file(tmp_path, raw_dirs):
 def test_labels_file_with_wrong_count(tmp_path, raw_dirs):
     (tmp_path / "valid.jsonl").write_text((raw_dirs["piqa"] / "valid.jsonl").read_text())
     (tmp_path / "valid-labels.lst").write_text("1\n")
-    with pytest.raises(DataError, match=r"expected 2 labels \(one per example\), got 1"):
+    with pytest.raises(DataError, match=r"expected 2 labels, one per example of .*valid.jsonl, got 1"):
         registry.load_examples("piqa", "valid", tmp_path)
 
 

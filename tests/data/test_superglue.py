@@ -108,7 +108,7 @@ def test_invalid_json_and_empty_files_are_named(tmp_path):
         read_task("RTE", path)
     path.write_text("\n")
     with pytest.raises(DataError, match=r"val.jsonl: field '\(file\)': expected at least one "
-                                        r"jsonl record, got 'none'"):
+                                        r"JSON object, one per line, got 'blank lines'"):
         read_task("RTE", path)
     with pytest.raises(ValueError, match="task 'MNLI'"):
         read_task("MNLI", path)

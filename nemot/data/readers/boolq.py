@@ -51,6 +51,9 @@ def read_contrast(data_dir, split="test"):
     data = common.get(common.read_json(path), "data", path, "top level", list, "a list")
     for i, entry in enumerate(data):
         where = f"data[{i}]"
+        if not isinstance(entry, dict):
+            raise DataError(path, where, "(entry)", "an object with paragraph, question and "
+                            "answer", got=entry)
         if entry.get("answer") == "Gold Answer":
             continue
         paragraph = common.get(entry, "paragraph", path, where)

@@ -42,56 +42,119 @@ def find_files(data_dir, patterns, split, tops=()):
                     f"at least one file matching {' or '.join(patterns)}{inside}", got="none")
 
 
+def decode(path, data, offset=0, line=None):
+    """``data`` (bytes of ``path`` from byte ``offset`` on, starting line ``line``) as UTF-8
+    text; a :class:`DataError` names the line and the byte offset of a byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = (line or 1) + data[:err.start].count(b"\n")
+        raise DataError(path, line, "(bytes)",
+                        f"UTF-8 text; byte 0x{data[err.start]:02x} at byte offset "
+                        f"{offset + err.start} is not ({err.reason})") from None
+
+
+def read_text(path):
+    """The whole file at ``path`` as UTF-8 text (see :func:`decode`)."""
+    with open(path, "rb") as f:
+        return decode(path, f.read())
+
+
+def lines(path):
+    """``(line_number, line)`` of a UTF-8 text file, each line with its newline (see
+    :func:`decode`); lines end at ``\\n`` only."""
+    offset = 0
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, 1):
+            yield line_no, decode(path, raw, offset, line_no)
+            offset += len(raw)
+
+
+def _json_problem(error):
+    """Why ``json.loads`` refused a text: a syntax error, nesting too deep for Python, or a
+    number too long to convert."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg} at column {error.colno}"
+    if isinstance(error, RecursionError):
+        return "nested too deeply to read"
+    return str(error).split(";")[0]
+
+
 def read_json(path):
     """The parsed JSON document at ``path``."""
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as err:
-            raise DataError(path, err.lineno, "(document)",
-                            f"valid JSON ({err.msg} at column {err.colno})") from err
+    try:
+        return json.loads(read_text(path))
+    except (ValueError, RecursionError) as err:
+        raise DataError(path, getattr(err, "lineno", None), "(document)",
+                        f"valid JSON ({_json_problem(err)})") from None
 
 
 def iter_jsonl(path):
-    """``(line_number, object)`` for each non-empty line of a JSON-lines file."""
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(path, line_no, "(line)",
-                                f"one JSON object per line ({err.msg} at column {err.colno})") from err
-            if not isinstance(record, dict):
-                raise DataError(path, line_no, "(line)", "a JSON object", got=type(record).__name__)
-            yield line_no, record
+    """``(line_number, object)`` for each non-empty line of a JSON-lines file; a file
+    without one is a :class:`DataError`."""
+    empty = True
+    for line_no, line in lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as err:
+            raise DataError(path, line_no, "(line)",
+                            f"one JSON object per line ({_json_problem(err)})") from None
+        if not isinstance(record, dict):
+            raise DataError(path, line_no, "(line)", "a JSON object", got=type(record).__name__)
+        empty = False
+        yield line_no, record
+    if empty:
+        raise DataError(path, None, "(file)", "at least one JSON object, one per line",
+                        got="an empty file" if not Path(path).stat().st_size else "blank lines")
+
+
+def csv_rows(path, **options):
+    """``(line_number, row)`` of a CSV/TSV file read with ``csv.reader(**options)``; the
+    line number is where the row ends (a quoted field may span lines). A row ``csv``
+    cannot read (a field over its size limit, a stray quote) is a :class:`DataError`."""
+    reader = csv.reader((line for _, line in lines(path)), **options)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise DataError(path, reader.line_num, "(row)",
+                            f"a row that Python's csv module reads ({err})") from None
+        yield reader.line_num, row
 
 
 def iter_tsv(path, columns=None):
     """``(line_number, row)``; rows are dicts when ``columns`` is given (no header), else lists."""
-    with open(path, encoding="utf-8", newline="") as f:
-        for line_no, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
-            if not row:
-                continue
-            if columns is not None:
-                if len(row) != len(columns):
-                    raise DataError(path, line_no, "(row)", f"{len(columns)} tab-separated columns",
-                                    got=len(row))
-                row = dict(zip(columns, row))
-            yield line_no, row
+    for line_no, row in csv_rows(path, delimiter="\t", quoting=csv.QUOTE_NONE):
+        if not row:
+            continue
+        if columns is not None:
+            if len(row) != len(columns):
+                raise DataError(path, line_no, "(row)", f"{len(columns)} tab-separated columns",
+                                got=len(row))
+            row = dict(zip(columns, row))
+        yield line_no, row
 
 
 def iter_csv(path, required):
-    """``(line_number, row dict)`` of a CSV file with a header containing ``required`` columns."""
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataError(path, 1, missing[0], f"a CSV header with columns {list(required)}",
-                            got=reader.fieldnames)
-        for row in reader:
-            yield reader.line_num, row
+    """``(line_number, row dict)`` of a CSV file with a header containing ``required``
+    columns; every row has as many fields as the header."""
+    rows = csv_rows(path)
+    _, header = next(rows, (1, None))
+    missing = [c for c in required if c not in (header or [])]
+    if missing:
+        raise DataError(path, 1, missing[0], f"a CSV header with columns {list(required)}",
+                        got=header)
+    for line_no, row in rows:
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise DataError(path, line_no, "(row)", f"{len(header)} comma-separated fields as "
+                            "in the header", got=len(row))
+        yield line_no, dict(zip(header, row))
 
 
 def get(record, key, path, where, kind=str, expected=None):
@@ -112,26 +175,27 @@ def letter_label(value, labels, path, where, key):
     return labels.index(value)
 
 
-def read_label_file(path, count, base, n_options):
-    """0-based labels from a ``.lst`` file with one label per line, numbered from ``base``."""
+def read_label_file(path, count, base, n_options, examples="the examples"):
+    """0-based labels from a ``.lst`` file with one label per line, numbered from ``base``;
+    ``examples`` names the file of the ``count`` examples they label."""
     path = Path(path)
     if not path.is_file():
         raise DataError(path, None, "labels", f"a labels file with {count} lines", got="missing file")
     labels = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                label = int(line) - base
-            except ValueError:
-                label = -1
-            if not 0 <= label < n_options:
-                raise DataError(path, line_no, "label",
-                                f"an integer in {base}..{base + n_options - 1}", got=line.strip())
-            labels.append(label)
+    for line_no, line in lines(path):
+        if not line.strip():
+            continue
+        try:
+            label = int(line) - base
+        except ValueError:
+            label = -1
+        if not 0 <= label < n_options:
+            raise DataError(path, line_no, "label",
+                            f"an integer in {base}..{base + n_options - 1}", got=line.strip())
+        labels.append(label)
     if len(labels) != count:
-        raise DataError(path, None, "labels", f"{count} labels (one per example)", got=len(labels))
+        raise DataError(path, None, "labels", f"{count} labels, one per example of {examples}",
+                        got=len(labels))
     return labels
 
 

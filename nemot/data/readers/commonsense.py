@@ -29,7 +29,7 @@ def labelled_jsonl(data_dir, split, names, to_example, tops=(), labels=None):
     if labels is not None:
         base, n_options = labels
         label_list = common.read_label_file(path.with_name(f"{path.stem}-labels.lst"),
-                                            len(records), base, n_options)
+                                            len(records), base, n_options, examples=path)
     for (line_no, record), label in zip(records, label_list):
         yield to_example(record, label, path, line_no)
 

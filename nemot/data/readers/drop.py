@@ -28,11 +28,14 @@ def answer_parts(answer, path, where):
     if number:
         return number
     date = answer.get("date") or {}
+    if not isinstance(date, dict):
+        raise DataError(path, where, "answer.date", "an object with day, month and year",
+                        got=date)
     parts = [str(date.get(k, "") or "").strip() for k in ("day", "month", "year")]
     if any(parts):
         return " ".join(p for p in parts if p)
     spans = answer.get("spans") or []
-    if spans and all(isinstance(s, str) for s in spans):
+    if isinstance(spans, list) and spans and all(isinstance(s, str) for s in spans):
         return common.parts_answer(spans)
     raise DataError(path, where, "answer", "a number, a date or a list of spans", got=answer)
 
@@ -51,8 +54,15 @@ def read(data_dir, split, name="drop"):
         pairs = common.get(entry, "qa_pairs", path, f"key {passage_id!r}", list, "a list")
         for i, qa in enumerate(pairs):
             where = f"key {passage_id!r}.qa_pairs[{i}]"
+            if not isinstance(qa, dict):
+                raise DataError(path, where, "(question)", "an object with question and answer",
+                                got=qa)
             golds = [answer_parts(qa.get("answer"), path, where)]
-            for k, validated in enumerate(qa.get("validated_answers") or []):
+            validated_answers = qa.get("validated_answers") or []
+            if not isinstance(validated_answers, list):
+                raise DataError(path, where, "validated_answers", "a list of answers",
+                                got=validated_answers)
+            for k, validated in enumerate(validated_answers):
                 golds.append(answer_parts(validated, path, f"{where}.validated_answers[{k}]"))
             yield common.generative(name, qa.get("query_id", f"{passage_id}#{i}"),
                                     common.get(qa, "question", path, where), golds, passage=passage)

@@ -86,7 +86,7 @@ def lambada_documents(lines, collapse_spaces=False):
 
 def _read_text(data_dir, split, patterns, tops):
     (path,) = common.find_files(data_dir, patterns, split, tops)
-    return path.read_text(encoding="utf-8")
+    return common.read_text(path)
 
 
 def read_wikitext(data_dir, split, collapse_spaces=False):

@@ -27,6 +27,11 @@ def article_examples(record, path, subset):
                         got=(len(options), len(answers)))
     article_id = record.get("id", Path(path).name)
     for i, (question, opts, letter) in enumerate(zip(questions, options, answers)):
+        if not isinstance(question, str):
+            raise DataError(path, f"question {i}", "questions", "a string", got=question)
+        if not isinstance(opts, list) or not opts or not all(isinstance(o, str) for o in opts):
+            raise DataError(path, f"question {i}", "options", "a list of option strings",
+                            got=opts)
         label = common.letter_label(letter, LETTERS[:len(opts)], path, f"question {i}", "answers")
         yield common.multiple_choice("race", f"{subset}/{article_id}#{i}", question, opts, label,
                                      passage=article, subset=subset)

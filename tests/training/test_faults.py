@@ -1,0 +1,105 @@
+"""Runs killed inside their writes, writes that fail, two runs in one directory.
+
+A few kill points here (tests/faults.py says how they are made); ``python -m bench faults``
+tries every write event of the run at every stage and counts.
+"""
+
+import dataclasses
+import errno
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nemot import console, files
+from tests import faults
+from tests.data import fixtures
+
+
+def test_a_training_run_killed_inside_its_writes_resumes_identically(tmp_path):
+    # Write events of the tiny run (tests/faults.py --trace): 4 model_best_loss.keras and
+    # 7 results.csv at the end of epoch 1, 8 the checkpoint at its step 4.
+    points = [(4, "partial"), (8, "partial")]
+    counts, details = faults.training_sweep(tmp_path, points, jobs=2)
+    assert [d["write"] for d in details] == ["write model_best_loss.keras",
+                                             "checkpoint ckpt-4"], details
+    assert counts == {"kill_points": 2, "killed": 2, "corrupt_files": 0, "resumed": 2,
+                      "resumed_identically": 2, "named_errors": 0, "crashes": 0}, details
+
+
+def test_a_data_prep_run_killed_inside_a_shard_write_finishes_identically(tmp_path):
+    fixtures.write_c4(tmp_path / "raw", n_train=3)
+    # Events: 0 shard 0, 1 the index, 2 shard 1, 3 the index, ...
+    counts = faults.data_prep_sweep(tmp_path / "runs", tmp_path / "raw",
+                                    [(2, "partial"), (3, "before_rename")], jobs=2)
+    assert counts == {"kill_points": 2, "killed": 2, "finished": 2, "finished_identically": 2,
+                      "crashes": 0}
+
+
+@pytest.fixture
+def tiny():
+    import tensorflow as tf
+
+    from tests.training.worker import tiny_run_config, tiny_source
+
+    tf.config.run_functions_eagerly(True)
+    try:
+        yield tiny_run_config, tiny_source
+    finally:
+        tf.config.run_functions_eagerly(False)
+
+
+def test_a_write_that_fails_keeps_the_previous_files_and_ends_in_one_line(tmp_path, tiny,
+                                                                         monkeypatch, capsys):
+    from nemot.training import trainer
+
+    tiny_run_config, tiny_source = tiny
+    out = tmp_path / "run"
+    cfg = tiny_run_config("w", steps=4, checkpoint_every=0)  # two epochs of two steps
+    trainer.train(cfg, out_dir=out, source=tiny_source())
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert {"model_last.keras", "results.csv", "run_config.toml"} <= set(before)
+    replace = os.replace
+
+    def disk_full_for_models(source, target):
+        if str(target).endswith(".keras"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        replace(source, target)
+
+    monkeypatch.setattr(files.os, "replace", disk_full_for_models)
+    more = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, epochs=3))
+    status = console.run(lambda _: trainer.train(more, out_dir=out, source=tiny_source()), None)
+    assert status == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: could not write {out / 'model_last.keras'}: No space left on "
+                   "device; any previous model_last.keras there is left as it was")
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    for name in ("model_last.keras", "results.csv", "best.json"):
+        assert after[name] == before[name], name
+    assert not [p for p in out.iterdir() if files.is_temporary(p)]
+
+
+def test_a_second_run_into_a_directory_in_use_is_refused(tmp_path, tiny):
+    from nemot.training import trainer
+
+    tiny_run_config, tiny_source = tiny
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / files.LOCK_FILE).write_text(f"{other.pid} {os.uname().nodename}\n")
+    try:
+        with pytest.raises(files.DirectoryInUse, match=rf"{out} is in use by another training "
+                                                       rf"run: process {other.pid} holds"):
+            trainer.train(tiny_run_config("l", steps=4, checkpoint_every=0), out_dir=out,
+                          source=tiny_source())
+        assert [p.name for p in out.iterdir()] == [files.LOCK_FILE]  # nothing written
+    finally:
+        other.kill()
+        other.wait()
+    # Its process gone, the lock is taken over and the run goes ahead.
+    trainer.train(tiny_run_config("l", steps=4, checkpoint_every=0), out_dir=out,
+                  source=tiny_source())
+    assert json.loads((out / "best.json").read_text())["loss_epoch"] is None
+    assert not (out / files.LOCK_FILE).exists()
