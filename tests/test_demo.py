@@ -88,7 +88,7 @@ def test_fine_tuning_learns_under_three_seeds_whatever_the_rounding(fast_demo, o
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn, PYTHONPATH=str(ROOT))
     result = subprocess.run(
         [sys.executable, "-c", FINE_TUNE, str(out / "pretrain" / "model_last.keras"),
-         str(tmp_path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+         str(tmp_path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     accuracies = json.loads(result.stdout.splitlines()[-1])
     print(f"TF_ENABLE_ONEDNN_OPTS={onednn}: test accuracies {accuracies}")

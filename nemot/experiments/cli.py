@@ -37,11 +37,12 @@ class SeedCount(argparse.Action):
         setattr(namespace, self.dest, values[0])
 
 
-def add_run_flags(parser, config_help="an experiment TOML with a top-level `reproduction`"):
+def add_run_flags(parser, config_help="an experiment TOML with a top-level `reproduction`",
+                  config_required=False):
     """The flags of a run of an experiment config, the same for ``nemot runs`` and every
     paper's ``run``: ``--config``, ``--seeds N`` or ``--seed-list S ...``, ``--variants``,
     ``--set KEY=VALUE`` (repeatable), ``--jobs``, ``--force``, ``--keep-stale``."""
-    parser.add_argument("--config", help=config_help)
+    parser.add_argument("--config", required=config_required, help=config_help)
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=int, nargs="+", action=SeedCount, metavar="N",
                        help="seeds 0..N-1 (default: the config's `seeds`)")
@@ -139,8 +140,8 @@ def add_paper_commands(commands, paper):
         "run", help="train every (variant, seed) of a config not finished yet into "
                     "<output_dir>/<variant>/seed<k>/, then report (as `nemot runs`)",
         formatter_class=console.HelpFormatter, allow_abbrev=False)
-    add_run_flags(run, config_help=f"an experiment TOML (configs/{paper}/)")
-    run.set_defaults(paper_run_parser=run)
+    add_run_flags(run, config_help=f"an experiment TOML (configs/{paper}/)",
+                  config_required=True)
     report = commands.add_parser("report", help="mean, SD, 95%% CI and Welch tests over "
                                  "seeds beside the paper's numbers, and the figure (as "
                                  "`nemot runs report`)")
@@ -153,8 +154,6 @@ def run_paper_command(command, args, paper):
     from nemot.experiments.report import write_report
 
     if command == "run":
-        if not args.config:
-            args.paper_run_parser.error("the following arguments are required: --config")
         run_configured(args, reproduction=paper)
     elif command == "report":
         print(write_report(args.output_dir))
