@@ -186,7 +186,7 @@ def check_files(out):
 
 # ---------------------------------------------------------------- driving it
 
-def run(*args, timeout=600):
+def run(*args, timeout=3600):
     """``python -m tests.faults ARGS`` in a new process: ``(return code, stdout, stderr)``."""
     done = subprocess.run([sys.executable, "-m", "tests.faults", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout,

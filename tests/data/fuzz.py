@@ -1,16 +1,17 @@
 """Fuzzing every reader: each starts from its own small valid file and reads mutations of
 it (truncated, bytes flipped and inserted, lines and fields dropped or duplicated, JSON
 values of the wrong type, bytes that are not UTF-8, empty, a huge line). A reader must
-give a valid result or its named error (naming the mutated file), never another
-exception and never hang.
+give a valid result or its named error (a one-line user error naming the mutated file),
+never another exception and never hang.
 
-Shared by the suite (tests/data/test_fuzz.py: a few examples per reader) and
-``python -m bench fuzz --examples N`` (many, counted by outcome).
+Shared by the suite (tests/data/test_fuzz.py: hypothesis draws a few inputs per reader
+and shrinks a failure) and ``python -m bench fuzz --examples N`` (the same mutations drawn
+from a seeded ``random.Random``, many per reader, counted by outcome).
 
 Example:
     >>> target = TARGETS["boolq"]
     >>> with target.prepared(tmp_dir) as case:                         # doctest: +SKIP
-    ...     outcome = case.run(mutated_bytes)                          # "read", "error", ...
+    ...     outcome, detail = case.run(mutated_bytes)                  # "read", "named_error", ...
 """
 
 import contextlib
