@@ -1,4 +1,4 @@
-"""Training-step cost of NeMoT against a plain GPT-2 causal LM of the same depth (issue 2).
+"""Training-step cost of NeMoT against a plain GPT-2 causal LM of the same depth.
 
 NeMoT with depths (Y, M, Z) is compared with KerasHub's ``GPT2Backbone`` of
 Y + M + Z layers plus a ``Dense(vocab)`` head, same width, batch and

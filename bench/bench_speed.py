@@ -1,4 +1,4 @@
-"""The three levers of issue 15, each against the path it replaces, side by side on the
+"""The three speed levers, each against the path it replaces, side by side on the
 current Keras backend (``KERAS_BACKEND=jax python -m bench speed`` for JAX):
 
 - attention: fused (``keras.ops.dot_product_attention``) vs unfused

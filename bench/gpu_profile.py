@@ -1,4 +1,4 @@
-"""Where one training step's device time goes, by part of the model (issue 29).
+"""Where one training step's device time goes, by part of the model.
 
 ``python -m bench gpu --profile`` traces a few steps of NeMoT with ``jax.profiler``
 (a Perfetto trace: every kernel with the HLO instruction it runs) and has XLA dump the

@@ -7,7 +7,7 @@ on JAX without TensorFlow installed, and on TensorFlow without JAX):
 - :func:`fold_seed` and :func:`random_bits`: raw random bits from a stateless,
   counter-based generator, for :mod:`nemot.dropout`. Keras's random ops draw
   floats through JAX's threefry (``keras.random.dropout``: 43% of a GPT-2 training step
-  on an H100, issue 15) and expose no raw bits; here JAX on an accelerator uses its
+  on an H100) and expose no raw bits; here JAX on an accelerator uses its
   ``rbg`` generator (XLA's RngBitGenerator, Philox) and elsewhere threefry, and
   TensorFlow its stateless Philox.
 - :func:`replica_context`, :func:`replica_index`, :func:`global_sum`: the

@@ -193,9 +193,8 @@ class NeMoTConfig:
     @classmethod
     def check_fields(cls, data, source="config"):
         """Raise ``ValueError`` naming ``source`` for keys that are not fields."""
-        _check_legacy(data, source)
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known - set(LEGACY_FIELDS))
+        unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{source}: unknown model field(s): {', '.join(unknown)}; "
                              f"expected some of {sorted(known)}")
@@ -203,7 +202,7 @@ class NeMoTConfig:
     @classmethod
     def from_dict(cls, data, source="config"):
         cls.check_fields(data, source)
-        data = {k: v for k, v in data.items() if k not in LEGACY_FIELDS}
+        data = dict(data)
         if "output_blocks" in data:
             data["output_blocks"] = tuple(data["output_blocks"])
         return cls(**data)
@@ -238,25 +237,13 @@ class NeMoTConfig:
             base = cls.preset(data.pop("preset")) if "preset" in data else cls()
             cls.check_fields(data, source=str(path))
             return base.replace(**{k: (tuple(v) if k == "output_blocks" else v)
-                                   for k, v in data.items() if k not in LEGACY_FIELDS})
+                                   for k, v in data.items()})
         except (ValueError, TypeError) as error:
             if isinstance(error, ConfigError):
                 raise
             message = str(error)
             raise ConfigError(message if message.startswith(str(path)) else
                               f"{path}: {message}") from None
-
-
-# Fields of earlier versions, accepted in saved configs when they hold the only value
-# this version supports.
-LEGACY_FIELDS = {"num_aux_tokens": vocab.NUM_AUX}
-
-
-def _check_legacy(data, source):
-    for key, value in LEGACY_FIELDS.items():
-        if key in data and data[key] != value:
-            raise ValueError(f"{source}: {key} = {data[key]!r}: NeMoT inputs always start with "
-                             f"the {value} auxiliary tokens {list(vocab.AUX_LAYOUT)}")
 
 
 def _check_choice(field, value, choices):

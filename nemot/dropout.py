@@ -1,4 +1,4 @@
-"""Dropout with cheap masks and explicit seeds (issue 15).
+"""Dropout with cheap masks and explicit seeds.
 
 Why not ``keras.layers.Dropout``:
 

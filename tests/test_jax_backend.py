@@ -1,4 +1,4 @@
-"""Every model on Keras's JAX backend (issue 15): one subprocess with KERAS_BACKEND=jax
+"""Every model on Keras's JAX backend: one subprocess with KERAS_BACKEND=jax
 (the backend is fixed at import) runs tests/jax_worker.py at tiny sizes; each test
 checks one part of its report. JAX's CPU wheel comes with the ``test`` extra."""
 

@@ -1,4 +1,4 @@
-"""The comparison (issue 28): every modulation mechanism on one backbone and the same
+"""The comparison: every modulation mechanism on one backbone and the same
 multi-task data, in the protocol of ``nemot runs`` (:mod:`nemot.experiments.protocol`).
 
 Each paper compared itself with a plain baseline on its own data, backbone and budget;
@@ -20,7 +20,7 @@ A config (``configs/compare/minbert.toml``)::
               run_eagerly, verbose
     [variants.<name>]  mechanism (default: the variant's name) and its options
 
-The data are seed 002's three tasks in the minBERT files (:mod:`nemot.data.minbert`):
+The data are the PALs report's three tasks in the minBERT files (:mod:`nemot.data.minbert`):
 SST-5 trains on ``ids-sst-train.csv`` and is scored on ``ids-sst-dev.csv``, STS-B on
 ``sts-train.csv`` / ``sts-dev.csv``; a task named in ``data.split`` (Quora: only
 ``quora-dev.csv`` is available) has its dev file split with ``data.split_seed`` into
@@ -29,7 +29,7 @@ fixed number of steps and the last model is scored (no epoch is selected on the 
 files).
 
 ``run_one`` returns ``sst_accuracy``, ``quora_accuracy``, ``sts_pearson``, ``score``
-(seed 002's average, :func:`nemot.evaluation.benchmark_metrics.minbert_score`),
+(the PALs report's average, :func:`nemot.evaluation.benchmark_metrics.minbert_score`),
 ``added_parameters`` (the variant's parameters minus a ``none`` model's of the same sizes)
 and ``step_time_ratio``: in the same process, after training, the variant and a ``none``
 model (one per process: :func:`timing_baseline`) each run ``timing_steps`` training steps
@@ -39,7 +39,7 @@ runs of one process also share the read and encoded data (:func:`prepare`).
 
 Example:
     >>> experiment = load("configs/compare/minbert.toml",
-    ...                   ["data.dir=../shared/data/minbert"])          # doctest: +SKIP
+    ...                   ["data.dir=data/minbert"])          # doctest: +SKIP
     >>> run_one(experiment, "pals", 0, "runs/compare/minbert/pals/seed0")  # doctest: +SKIP
     {'sst_accuracy': ..., 'quora_accuracy': ..., 'sts_pearson': ..., 'score': ..., ...}
 """
@@ -65,7 +65,7 @@ from nemot.training.run_config import dump_toml
 from nemot.data.sampling import MODES, TaskSampler, sampled_batches, shuffled_batches
 
 TABLES = ("data", "model", "train")
-# The metric of each task's column (issue 28's names).
+# The metric of each task's column (the comparison's names).
 METRICS = {"sst": "sst_accuracy", "quora": "quora_accuracy", "sts": "sts_pearson",
            "cfimdb": "cfimdb_accuracy"}
 # Compact vocabulary: these ids, then the training sentences' GPT-2 BPE tokens.
@@ -77,14 +77,14 @@ BASELINE = "none"
 METRIC_KINDS = {"score": "proportion", "val_metric": "proportion"}
 PAPER_NOTES = {
     "minbert": "no paper ran this comparison: each reported its mechanism against its own "
-               "plain baseline (NeMoT thesis, NGT, PALs = seed 002, HyperGrid, modulated "
-               "activations). Seed 002's BERT-base numbers (Table 2, dev) are far above a "
+               "plain baseline (NeMoT thesis, NGT, PALs = Rotzal's report, HyperGrid, modulated "
+               "activations). The PALs report's BERT-base numbers (Table 2, dev) are far above a "
                "small encoder trained from scratch: SST .523, Quora .779, STS r .377.",
 }
 
 
 def cost_table(output_dir, manifest):
-    """What the finished runs cost (issue 28: "say in the report what it cost"): per variant
+    """What the finished runs cost ("say in the report what it cost"): per variant
     the runs and their mean wall-clock seconds by phase, from each run's ``details.json``;
     then the sum over all runs. Returns ``(markdown, data)``. A run resumed after an
     interruption counts its last process only."""
@@ -159,7 +159,7 @@ class TrainSettings:
     Args:
         batch_size: examples per step (one task per batch).
         epochs, steps_per_epoch: training length; an epoch is the annealing unit of
-            ``sampling`` (seed 002 s.4.4).
+            ``sampling`` (the PALs report, s.4.4).
         learning_rate: Adam's peak rate (epsilon 1e-6, as minBERT's AdamW).
         warmup_fraction: linear warm-up from 0 over this part of the steps, then cosine
             decay (:class:`nemot.schedules.WarmupCosine`) to ``floor_fraction`` x peak.
@@ -391,7 +391,7 @@ class Encoder:
 
 def batches(ids, labels, sampler, batch_size, seed, start_step=0):
     """The training stream: step ``s``'s batch is from the task ``sampler`` draws for ``s``
-    (annealed sampling, seed 002 s.4.4), at that task's own position in its shuffled
+    (annealed sampling, the PALs report, s.4.4), at that task's own position in its shuffled
     stream; a resumed run continues exactly. Yields ``(inputs, targets)``."""
     tasks = list(ids)
 

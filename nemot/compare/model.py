@@ -1,5 +1,5 @@
-"""The comparison's model (issue 28): one small transformer encoder, the per-task heads of
-seed 002, and one way of conditioning the encoder on the task per variant.
+"""The comparison's model: one small transformer encoder, the per-task heads of
+the PALs report, and one way of conditioning the encoder on the task per variant.
 
 Reading order of :meth:`CompareModel.call` (``t`` is each example's task)::
 
@@ -11,7 +11,7 @@ Reading order of :meth:`CompareModel.call` (``t`` is each example's task)::
     nemot_gate: g = NM([e_t; x]);                         # NeMoT: neuromodulatory set,
                 x = OutputBlock_t(sigmoid(Drop(g))[text] * x)   # gate, per-task output block
     pooled = tanh(W_p x[:, 0])                            # the [CLS] position
-    out    = [Linear_t(Drop_0.3(pooled)) for every task]  # seed 002's heads, side by side
+    out    = [Linear_t(Drop_0.3(pooled)) for every task]  # the PALs report's heads, side by side
 
 Everything but the mechanism is the same for every variant. The mechanisms are the
 library's own pieces: :class:`nemot.layers.TransformerLayer` hosts the per-layer kinds
@@ -43,7 +43,7 @@ from nemot.modulation.gating_block import GatingBlock
 from nemot.modulation.spec import ModulationSpec
 from nemot.modulation.stack import stack_modulations
 
-# Seed 002 s.4.2: what each task's head predicts -> (head, units).
+# The PALs report, s.4.2: what each task's head predicts -> (head, units).
 HEADS = {"sst": ("classes", 5), "cfimdb": ("classes", 2), "quora": ("binary", 1),
          "sts": ("regression", 1)}
 MECHANISMS = ("none", "nemot_gate", "ngt_block", "pals", "hypergrid", "modulated_ffn")
@@ -126,7 +126,7 @@ class Settings:
         d_model, num_heads, d_ff, num_layers: the encoder's sizes (the backbone).
         dropout: on embeddings, sub-layer outputs, attention probabilities and inside the
             mechanisms.
-        head_dropout: before each task head (seed 002: 0.3).
+        head_dropout: before each task head (the PALs report: 0.3).
         layer_norm_epsilon: of every LayerNorm.
         tasks: task names of :data:`HEADS`, in task-index order.
         mechanism: one of :data:`MECHANISMS`.

@@ -1,5 +1,5 @@
 """``step_time_ratio``: a variant's training step time over the plain model's, measured
-side by side in one process (issue 28).
+side by side in one process.
 
 The clock is the process's CPU time (``time.process_time``: every thread of the process),
 not the wall clock. The comparison runs two processes on two cores (``--jobs 2``), and a

@@ -1,4 +1,4 @@
-"""Reader of the CS224N minBERT default project's files (seed 002 s.5.1): SST-5, Quora,
+"""Reader of the CS224N minBERT default project's files (the PALs report, s.5.1): SST-5, Quora,
 STS-B and CFIMDB, read as published.
 
 Tab-separated with an unnamed index column, quoted as Python's ``csv`` writes (the project
@@ -18,7 +18,7 @@ whose label does not parse). The published ``quora-dev.csv`` has two such rows (
 why the project counts 20,212 pairs in its 20,214 rows; :attr:`Rows.skipped` lists them.
 
 Example:
-    >>> rows = read("sts", "../shared/data/minbert", "dev")           # doctest: +SKIP
+    >>> rows = read("sts", "data/minbert", "dev")           # doctest: +SKIP
     >>> rows.text_a[0], rows.text_b[0], rows.labels[0]                  # doctest: +SKIP
     ('UN chief welcomes ...', 'UN chief condemns ...', 1.0)
     >>> train, test = split_rows(read("quora", "...", "dev"), 0.2, seed=0)  # doctest: +SKIP

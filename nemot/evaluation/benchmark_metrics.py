@@ -1,5 +1,5 @@
 """Metrics of classification and regression benchmarks on arrays of labels: accuracy,
-Pearson's r, and the minBERT average of seed 002 (s.5.2).
+Pearson's r, and the minBERT average of the PALs report (s.5.2).
 
 A correlation of constant predictions is undefined (scipy returns NaN and warns); it
 counts as 0 here, as sklearn's rule for Matthews' coefficient: a model that predicts one
@@ -10,7 +10,7 @@ Example:
     0.666...
     >>> pearson([1.0, 1.0, 1.0], [0.5, 2.0, 4.0])       # constant prediction
     0.0
-    >>> minbert_score(0.523, 0.779, 0.377)               # seed 002 Table 2, "Zero" row
+    >>> minbert_score(0.523, 0.779, 0.377)               # the PALs report's Table 2, "Zero" row
     0.6635
 """
 
@@ -44,6 +44,6 @@ def pearson(predicted, labels):
 
 
 def minbert_score(sst_accuracy, quora_accuracy, sts_pearson):
-    """Seed 002's average over its three tasks, r normalised to [0, 1]:
+    """The PALs report's average over its three tasks, r normalised to [0, 1]:
     ``(SST acc + Quora acc + (r + 1) / 2) / 3``."""
     return (sst_accuracy + quora_accuracy + (sts_pearson + 1) / 2) / 3

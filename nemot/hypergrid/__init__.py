@@ -1,5 +1,5 @@
-"""HyperGrid Transformers (Tay et al., seed 004): T5 with task-conditioned weight gating,
-co-trained on GLUE and SuperGLUE (issue 17; docs/hypergrid.md).
+"""HyperGrid Transformers (Tay et al.): T5 with task-conditioned weight gating,
+co-trained on GLUE and SuperGLUE (docs/hypergrid.md).
 
 The layers live in :mod:`nemot.modulation.hypergrid` (kinds ``hypergrid`` and
 ``hypergrid_og``, also hosted by NeMoT), the T5 host in :mod:`nemot.models.t5`, the

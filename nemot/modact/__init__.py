@@ -1,4 +1,4 @@
-"""Context-dependent modulation of activation functions (seed 003): the reproduction.
+"""Context-dependent modulation of activation functions (*Context Dependent Modulation of Activation Function*): the reproduction.
 
 The layers live in :mod:`nemot.modulation.activation`; this package wires them into the
 paper's models (``models``), splits its data (``data``, on the readers of :mod:`nemot.data`),

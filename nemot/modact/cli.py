@@ -17,7 +17,7 @@ from nemot import console
 def add_parser(subparsers):
     """Add ``modact`` (with ``params``) to an argparse subparsers object."""
     parser = subparsers.add_parser(
-        "modact", help="modulated activations (seed 003): parameter counts; train with "
+        "modact", help="modulated activations (*Context Dependent Modulation of Activation Function*): parameter counts; train with "
                        "`nemot runs --config configs/modact/...`",
         **console.describe(__doc__))
     commands = parser.add_subparsers(dest="modact_command", required=True)

@@ -1,4 +1,4 @@
-"""The splits and input pipelines of the paper's experiments (seed 003, section 3).
+"""The splits and input pipelines of the paper's experiments (*Context Dependent Modulation of Activation Function*, section 3).
 
 - CIFAR-10: 20% of the 50,000 training images held out for validation, the 10,000
   test images for test; pixels scaled to [0, 1]; training batches shifted (up to 10% of

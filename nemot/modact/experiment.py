@@ -1,4 +1,4 @@
-"""The modulated-activation experiments for :mod:`nemot.experiments` (seed 003): one config per
+"""The modulated-activation experiments for :mod:`nemot.experiments` (*Context Dependent Modulation of Activation Function*): one config per
 table of the paper (``configs/modact/*.toml``). NeMoT with a modulated feed-forward
 activation on the thesis' QA data is a ``reproduction = "nemot"`` experiment
 (:mod:`nemot.experiments.nemot_runs`, ``configs/nemot/race_modulation.toml``).

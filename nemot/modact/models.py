@@ -1,4 +1,4 @@
-"""The paper's models (seed 003, section 3): vanilla and modulated CNN, DenseNet-40 and
+"""The paper's models (*Context Dependent Modulation of Activation Function*, section 3): vanilla and modulated CNN, DenseNet-40 and
 its lite version for CIFAR-10; the LSTM classifiers and their controls C1-C3.
 
 Every model returns logits (no softmax); :func:`build` makes one from a

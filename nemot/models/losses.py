@@ -204,7 +204,7 @@ HEAD_KINDS = ("classes", "binary", "regression")
 @keras.saving.register_keras_serializable(package="nemot")
 class TaskHeadsLoss(keras.losses.Loss):
     """Each example's own task loss, for a model whose task heads sit side by side in its
-    output (seed 002 s.5.3): cross-entropy on a ``classes`` head, BCE with logits on a
+    output (the PALs report, s.5.3): cross-entropy on a ``classes`` head, BCE with logits on a
     ``binary`` head (one logit), squared error on a ``regression`` head (one value).
 
     ``y_true`` [B, 2] is (task index, label); ``y_pred`` [B, sum of units] the heads in

@@ -1,4 +1,4 @@
-"""Output blocks that no example of a batch selects are not updated (issue 14 item 9).
+"""Output blocks that no example of a batch selects are not updated.
 
 Routing gives an unused block a zero gradient, not none, and Adam still moves a
 variable whose gradient is zero: its momentum decays but ``m / (sqrt(v) + eps)`` keeps

@@ -1,4 +1,4 @@
-"""Context-dependent modulation of the activation function (seed 003; notes section 2).
+"""Context-dependent modulation of the activation function (*Context Dependent Modulation of Activation Function*).
 
 A *modulator* reads the same input as the units it targets and scales their
 pre-activation, so that the slope of each unit's activation depends on the input
@@ -277,7 +277,7 @@ CONTEXTS = ("input", "neuromodulatory")
 @keras.saving.register_keras_serializable(package="nemot")
 class ModulatedFFN(Modulation):
     """Kind ``"modulated_ffn"``: the feed-forward network with a modulated activation,
-    ``W2 phi(tau(c W_M + b_M) * (x W1 + b1))`` (notes section 2d).
+    ``W2 phi(tau(c W_M + b_M) * (x W1 + b1))`` (the paper's modulated feed-forward layer).
 
     An ``activation``-site modulation (:mod:`nemot.modulation.base`): the host computes
     ``h = x W1 + b1`` and ``W2``; this layer replaces ``phi(h)``.

@@ -1,4 +1,4 @@
-"""HyperGrid (Tay et al., "HyperGrid Transformers", seed 004; notes section 3):
+"""HyperGrid (Tay et al., "HyperGrid Transformers"):
 task-conditioned gating of a projection's *weights*, block by block.
 
 For a projection ``W ∈ R^{n_in×n_out}`` (Keras layout, input rows)::

@@ -1,4 +1,4 @@
-"""Projected attention layers (PALs; Stickland & Murray 2019, seed 002 eqs. in s.4.3).
+"""Projected attention layers (PALs; Stickland & Murray 2019, eqs. in s.4.3).
 
 A PAL adds a task-specific term beside a transformer layer::
 

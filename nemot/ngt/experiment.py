@@ -38,7 +38,7 @@ from nemot.ngt.model import VARIANTS
 
 TABLES = ("model", "train", "data", "tasks")
 
-# Paper Table 1 (notes section 4): per task the mean of its metrics, and the Mean column.
+# Paper Table 1 : per task the mean of its metrics, and the Mean column.
 _TABLE1 = {
     "no-gating-block": {"BoolQ": 76.60, "CB": (87.86 + 87.50) / 2, "COPA": 73.67,
                         "MultiRC": (64.25 + 13.26) / 2, "ReCoRD": (55.96 + 55.24) / 2,

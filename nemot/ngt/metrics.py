@@ -1,6 +1,6 @@
 """The NGT paper's aggregation over runs, and significance tests.
 
-Notes section 3 ("Evaluation"). Scores are SuperGLUE's metrics
+The paper's evaluation: Scores are SuperGLUE's metrics
 (:func:`nemot.evaluation.benchmarks.score_superglue`), fractions in [0, 1] per run and
 epoch; the aggregation multiplies by 100 and rounds to 2 decimals as the paper
 did. The best epoch of a run is the one with the highest mean of the task's

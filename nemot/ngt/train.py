@@ -2,7 +2,7 @@
 (:func:`train_run`), through the package's trainer; the recipe (configs, runs, report)
 is :mod:`nemot.ngt.experiment`.
 
-Notes section 3 (paper Table 3): AdamW (beta 0.9/0.999, weight decay 0.01 on
+The paper's Table 3: AdamW (beta 0.9/0.999, weight decay 0.01 on
 every weight, epsilon 1e-7), cosine decay of 1e-5 to 0 over the task's
 ``decay_steps`` with no warm-up, batch 8, 512 tokens, binary cross-entropy on
 the sigmoid (categorical on the softmax for CB). After every epoch the

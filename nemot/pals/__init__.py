@@ -1,4 +1,4 @@
-"""PALs: projected attention layers and annealed sampling (seed 002, after Stickland &
+"""PALs: projected attention layers and annealed sampling (Rotzal's report, after Stickland &
 Murray 2019), reproduced on SST-5, Quora and STS-B.
 
 The mechanism is :mod:`nemot.modulation.pals` (kind ``"pals"``) and the sampler

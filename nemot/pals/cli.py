@@ -57,7 +57,7 @@ def main_pals(args):
 
 
 def parameter_table(num_tasks=3):
-    """PAL parameters of the paper's settings at BERT-base sizes (the seed's formula, which
+    """PAL parameters of the paper's settings at BERT-base sizes (the report's formula, which
     ``tests/modulation/test_pals.py`` checks against the built layers)."""
     from nemot.modulation.pals import pal_parameters
     from nemot.pals.model import PAL_PRESETS

@@ -1,4 +1,4 @@
-"""PALs experiments: every row of the seed's Tables 1-4 as a variant of a TOML config
+"""PALs experiments: every row of the report's Tables 1-4 as a variant of a TOML config
 (``configs/pals/``), trained through :func:`nemot.training.loop.run`.
 
 This module is the reproduction's side of the multi-seed runner's protocol (``nemot
@@ -76,7 +76,7 @@ REMOVED = {"eval_split": "the epoch is always selected on dev now; score_test = 
 # makes it a correlation's kind).
 METRIC_KINDS = {"score": "proportion", "test_score": "proportion"}
 
-# The seed's numbers. Keys: metrics.summary's names, dev unless prefixed "test_";
+# The report's numbers. Keys: metrics.summary's names, dev unless prefixed "test_";
 # "score" = mean with (r + 1) / 2 (Tables 2, 3), "average_raw_r" = mean with raw r (Table 4).
 PAPER = {
     # Table 1: part 1, one task, batch 8.

@@ -1,4 +1,4 @@
-"""The seed's scores (s.5.2): accuracy, Pearson r, and the two averages of its tables.
+"""The report's scores (s.5.2): accuracy, Pearson r, and the two averages of its tables.
 
 - ``score``: ``mean(SST acc, Quora acc, (r + 1) / 2)`` over the tasks present, the
   "Average" of Tables 2 and 3 (r normalised to [0, 1]).

@@ -1,4 +1,4 @@
-"""BERT with projected attention layers and the seed's task heads (seed 002, s.4).
+"""BERT with projected attention layers and the report's task heads (Rotzal's PALs report, s.4).
 
 Reading order of :meth:`PALBert.call`::
 
@@ -158,7 +158,7 @@ class PALBert(keras.Model):
         return out
 
     def pal_parameters_per_task(self):
-        """The seed's formula for this model's PALs (0 without them)."""
+        """The report's formula for this model's PALs (0 without them)."""
         if self.pals is None:
             return 0
         spec = pal_spec(self.pals)

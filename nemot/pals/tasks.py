@@ -1,6 +1,6 @@
 """The tasks of the PALs reproduction: what each head predicts, its loss and its metric.
 
-Seed 002, s.4.2 and s.5.3: every head is ``[CLS] -> dropout 0.3 -> Linear``:
+The PALs report, s.4.2 and s.5.3: every head is ``[CLS] -> dropout 0.3 -> Linear``:
 
 ========  ============================  =======  =====================  ==============
 task      data                          units    loss                   metric

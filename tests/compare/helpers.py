@@ -1,4 +1,4 @@
-"""Generated files in the minBERT project's layout, as ../shared/data/minbert has them:
+"""Generated files in the minBERT project's layout, as data/minbert has them:
 SST-5 and STS-B train and dev files, Quora's dev file only."""
 
 import numpy as np

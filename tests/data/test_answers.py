@@ -1,4 +1,4 @@
-"""What is trained on after ``<sep>`` (issue 14): NarrativeQA's one answer per question and
+"""What is trained on after ``<sep>``: NarrativeQA's one answer per question and
 epoch, and the same label layout for every answer whatever whitespace it came with."""
 
 import itertools

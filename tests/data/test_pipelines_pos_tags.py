@@ -1,4 +1,4 @@
-"""POS tags in the QA pipelines (highlighting, issue 9): aligned rows, resume, pool, fit.
+"""POS tags in the QA pipelines (highlighting): aligned rows, resume, pool, fit.
 
 The tagger is a real NLTK perceptron trained on a tiny hand-tagged corpus
 (``tests.data.tagger_helper``).

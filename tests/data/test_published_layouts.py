@@ -1,4 +1,4 @@
-"""The readers on the files as their authors publish them (issues 14, 19, 20): where each
+"""The readers on the files as their authors publish them: where each
 download puts its answers, labels and folders, multi-part answers, WikiText's headings."""
 
 import json

@@ -1,5 +1,5 @@
 """Benchmark metrics on label arrays: accuracy, Pearson's r against scipy and by hand,
-the constant-prediction guard, seed 002's average against its Table 2."""
+the constant-prediction guard, the PALs report's average against its Table 2."""
 
 import numpy as np
 import pytest

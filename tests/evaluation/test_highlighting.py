@@ -1,4 +1,4 @@
-"""Decoding and ``nemot evaluate`` for a NeMoT with the highlighting reading strategy (issue 9).
+"""Decoding and ``nemot evaluate`` for a NeMoT with the highlighting reading strategy.
 
 The POS tagger is a real NLTK perceptron trained on a tiny hand-tagged corpus
 (``tests.data.tagger_helper``); for the command it is installed where NLTK looks

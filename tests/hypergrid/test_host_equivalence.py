@@ -1,5 +1,5 @@
 """HyperGrid on T5 through the modulation host equals the hand-wired T5 forward pass it
-replaced (``nemot/hypergrid/model.py`` before issue 27), on the same weights.
+replaced (``nemot/hypergrid/model.py`` before HyperGrid moved onto the modulation extension point), on the same weights.
 
 ``data/t5_host_reference.npz`` holds that forward pass's logits (written by it at commit
 ed6bada, against which this test first ran live) for each case, on the

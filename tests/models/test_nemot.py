@@ -1,4 +1,4 @@
-"""Behaviour of the NeMoT model (issue 2): masks in action, routing, gate, counts, saving."""
+"""Behaviour of the NeMoT model: masks in action, routing, gate, counts, saving."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""NeMoT with reading strategies (issue 9): placement, checkpoints, saving, XLA, cached decoding."""
+"""NeMoT with reading strategies: placement, checkpoints, saving, XLA, cached decoding."""
 
 import dataclasses
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Issue 14 item 9: an output block that no example of the batch selects keeps its weights
+"""An output block that no example of the batch selects keeps its weights
 and its Adam slots, on one device and on two MirroredStrategy replicas (a subprocess:
 logical devices must exist before TensorFlow starts); JAX: tests/test_jax_backend.py.
 Also: replicas draw independent dropout masks."""

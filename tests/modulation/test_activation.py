@@ -1,4 +1,4 @@
-"""Modulated activations (seed 003): the layers against independent formulas, the
+"""Modulated activations (*Context Dependent Modulation of Activation Function*): the layers against independent formulas, the
 identity at 2-sigmoid zero init, pre- vs post-activation gating, the LSTM cell against
 Keras' LSTMCell, NeMoT hosting ModulatedFFN, and a learnability toy."""
 

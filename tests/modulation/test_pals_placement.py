@@ -1,5 +1,5 @@
 """Where a parallel term (PALs' TS_t) enters a transformer layer, against a NumPy forward
-(seed 002 s.4.3; the official BERTOutput adds it inside the second LayerNorm):
+(the PALs report, s.4.3; the official BERTOutput adds it inside the second LayerNorm):
 
 - post-LN (BERT): ``a = LN1(x + MHA(x))``, ``LN2(a + Drop(FFN(a)) + TS(x))``;
 - pre-LN (GPT-2, NeMoT's vanilla set): ``a = x + MHA(LN1(x))``,

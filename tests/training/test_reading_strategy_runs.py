@@ -1,4 +1,4 @@
-"""The trainer feeds POS tags to a highlighting run (issue 9 through issue 5's data sources)."""
+"""The trainer feeds POS tags to a highlighting run."""
 
 from pathlib import Path
 

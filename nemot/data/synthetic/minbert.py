@@ -42,7 +42,7 @@ COLUMNS = {"sst": ("id", "sentence", "sentiment"), "cfimdb": ("id", "sentence", 
            "sts": ("id", "sentence1", "sentence2", "similarity")}
 FILES = {"sst": "ids-sst-{}.csv", "cfimdb": "ids-cfimdb-{}.csv", "quora": "quora-{}.csv",
          "sts": "sts-{}.csv"}
-# Training examples per task (the seed's are 8,544 / 1,701 / 141,498 / 6,040: the same
+# Training examples per task (the report's are 8,544 / 1,701 / 141,498 / 6,040: the same
 # imbalance, scaled down); dev sets are a fifth of that, at least 100.
 SIZES = {"sst": 800, "cfimdb": 300, "quora": 4000, "sts": 600}
 
