@@ -1,13 +1,12 @@
-"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3.
+"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3, in KerasHub's shape.
 
 ``import nemot`` is cheap: it loads the configuration only (no TensorFlow, no Keras), so
 that tokenizers and data-preparation workers start fast. The other public names
-(API.md) are imported on first use, and Keras learns the model classes when their
-modules load: ``nemot.load_model(path)`` loads a saved ``.keras`` NeMoT, baseline or
-NGT model (``keras.models.load_model`` works too once ``nemot.models`` is imported).
+(API.md) are imported on first use. nemot's Keras classes are registered with Keras as
+soon as Keras is loaded (:mod:`nemot.registration`), so KerasHub's generic loaders
+(``keras_hub.models.CausalLM.from_preset(dir)``) and ``keras.models.load_model`` read
+nemot's presets and ``.keras`` files; ``nemot.load_model(path)`` does the latter too.
 """
-
-import importlib
 
 from nemot.config import NeMoTConfig
 from nemot.lazy import lazy_exports
@@ -17,11 +16,15 @@ __version__ = "0.1.0"
 _LAZY = {
     "Tokenizer": ("nemot.data.tokenizer", "Tokenizer"),
     "attention_mask": ("nemot.layers.masks", "attention_mask"),
-    "NeMoT": ("nemot.models.nemot", "NeMoT"),
-    "build_model": ("nemot.models.nemot", "build_model"),
-    "parameter_breakdown": ("nemot.models.nemot", "parameter_breakdown"),
-    "load_weights_partial": ("nemot.models.nemot", "load_weights_partial"),
-    "GPT2Baseline": ("nemot.models.baseline", "GPT2Baseline"),
+    "NeMoTBackbone": ("nemot.models.nemot_backbone", "NeMoTBackbone"),
+    "NeMoTCausalLM": ("nemot.models.nemot_causal_lm", "NeMoTCausalLM"),
+    "NeMoTPreprocessor": ("nemot.models.nemot_preprocessor", "NeMoTPreprocessor"),
+    "NeMoTTokenizer": ("nemot.models.nemot_tokenizer", "NeMoTTokenizer"),
+    "build_model": ("nemot.models.nemot_causal_lm", "build_model"),
+    "parameter_breakdown": ("nemot.models.nemot_causal_lm", "parameter_breakdown"),
+    "load_weights_partial": ("nemot.models.nemot_causal_lm", "load_weights_partial"),
+    "GPT2BaselineBackbone": ("nemot.models.baseline", "GPT2BaselineBackbone"),
+    "GPT2BaselineCausalLM": ("nemot.models.baseline", "GPT2BaselineCausalLM"),
     "build_baseline": ("nemot.models.baseline", "build_baseline"),
     "config_from_gpt2": ("nemot.models.gpt2", "config_from_gpt2"),
     "export_vanilla_set": ("nemot.models.gpt2", "export_vanilla_set"),
@@ -34,17 +37,20 @@ _LAZY = {
     "optimizers": ("nemot.optimizers", None),
 }
 
-# Modules whose import registers Keras classes that saved models name.
-SERIALIZABLE_MODULES = ("nemot.models", "nemot.schedules", "nemot.optimizers", "nemot.ngt.model")
-
 __getattr__, __dir__, _lazy_names = lazy_exports(__name__, _LAZY)
 __all__ = ["NeMoTConfig", "load_model", *_lazy_names]
 
 
 def load_model(path, compile=True, **kwargs):
     """``keras.models.load_model`` after registering nemot's Keras classes."""
-    for module in SERIALIZABLE_MODULES:
-        importlib.import_module(module)
+    from nemot import registration
+
+    registration.register()
     import keras
 
     return keras.models.load_model(path, compile=compile, **kwargs)
+
+
+from nemot import registration  # noqa: E402  (after the names the models import)
+
+registration.install()
