@@ -1,17 +1,16 @@
-"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3.
+"""nemot: the Neuromodulated Transformer (NeMoT) in Keras 3, in KerasHub's shape.
 
 ``import nemot`` is cheap: it loads the configuration only (no TensorFlow, no Keras), so
 that tokenizers and data-preparation workers start fast. The other public names are
-imported on first use, and Keras learns the model classes when their modules load:
-``nemot.load_model(path)`` loads a saved ``.keras`` NeMoT, baseline or NGT model
-(``keras.models.load_model`` works too once ``nemot.models`` is imported).
+imported on first use. nemot's Keras classes are registered with Keras as
+soon as Keras is loaded (:mod:`nemot.registration`), so KerasHub's generic loaders
+(``keras_hub.models.CausalLM.from_preset(dir)``) and ``keras.models.load_model`` read
+nemot's presets and ``.keras`` files; ``nemot.load_model(path)`` does the latter too.
 
 TensorFlow, when it loads after ``import nemot``, loads without its start-up notices
 (CUDA, oneDNN and CPU-feature lines; :func:`nemot.console.quiet_backend`), in scripts and
 notebooks as on the command line; ``NEMOT_BACKEND_LOGS=1`` keeps them.
 """
-
-import importlib
 
 from nemot import console as _console
 from nemot.config import NeMoTConfig
@@ -25,11 +24,15 @@ __version__ = "0.1.0"
 _LAZY = {
     "Tokenizer": ("nemot.data.tokenizer", "Tokenizer"),
     "attention_mask": ("nemot.layers.masks", "attention_mask"),
-    "NeMoT": ("nemot.models.nemot", "NeMoT"),
-    "build_model": ("nemot.models.nemot", "build_model"),
-    "parameter_breakdown": ("nemot.models.nemot", "parameter_breakdown"),
-    "load_weights_partial": ("nemot.models.nemot", "load_weights_partial"),
-    "GPT2Baseline": ("nemot.models.baseline", "GPT2Baseline"),
+    "NeMoTBackbone": ("nemot.models.nemot_backbone", "NeMoTBackbone"),
+    "NeMoTCausalLM": ("nemot.models.nemot_causal_lm", "NeMoTCausalLM"),
+    "NeMoTPreprocessor": ("nemot.models.nemot_preprocessor", "NeMoTPreprocessor"),
+    "NeMoTTokenizer": ("nemot.models.nemot_tokenizer", "NeMoTTokenizer"),
+    "build_model": ("nemot.models.nemot_causal_lm", "build_model"),
+    "parameter_breakdown": ("nemot.models.nemot_causal_lm", "parameter_breakdown"),
+    "load_weights_partial": ("nemot.models.nemot_causal_lm", "load_weights_partial"),
+    "GPT2BaselineBackbone": ("nemot.models.baseline", "GPT2BaselineBackbone"),
+    "GPT2BaselineCausalLM": ("nemot.models.baseline", "GPT2BaselineCausalLM"),
     "build_baseline": ("nemot.models.baseline", "build_baseline"),
     "config_from_gpt2": ("nemot.models.gpt2", "config_from_gpt2"),
     "export_vanilla_set": ("nemot.models.gpt2", "export_vanilla_set"),
@@ -38,12 +41,8 @@ _LAZY = {
     "generate": ("nemot.evaluation.decoding", "generate"),
     "perplexity": ("nemot.evaluation.perplexity", "perplexity"),
     "metrics": ("nemot.evaluation.metrics", None),
-    "schedules": ("nemot.schedules", None),
     "optimizers": ("nemot.optimizers", None),
 }
-
-# Modules whose import registers Keras classes that saved models name.
-SERIALIZABLE_MODULES = ("nemot.models", "nemot.schedules", "nemot.optimizers", "nemot.ngt.model")
 
 __getattr__, __dir__, _lazy_names = lazy_exports(__name__, _LAZY)
 __all__ = ["NeMoTConfig", "load_model", *_lazy_names]
@@ -51,8 +50,14 @@ __all__ = ["NeMoTConfig", "load_model", *_lazy_names]
 
 def load_model(path, compile=True, **kwargs):
     """``keras.models.load_model`` after registering nemot's Keras classes."""
-    for module in SERIALIZABLE_MODULES:
-        importlib.import_module(module)
+    from nemot import registration
+
+    registration.register()
     import keras
 
     return keras.models.load_model(path, compile=compile, **kwargs)
+
+
+from nemot import registration  # noqa: E402  (after the names the models import)
+
+registration.install()

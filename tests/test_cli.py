@@ -12,7 +12,7 @@ import pytest
 import nemot
 from nemot import cli, console, errors
 from nemot.evaluation.options import EVALUATED_MODELS
-from nemot.models.nemot import parameter_breakdown
+from nemot.models.nemot_causal_lm import parameter_breakdown
 from nemot.training import cli as training_cli
 from nemot.training import trainer
 from tests.data import fixtures

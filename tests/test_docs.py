@@ -20,7 +20,7 @@ A block's language tag says what it is, and decides how it is checked:
   - ``nemot …``: parsed by nemot's own argument parser (``nemot.cli.main`` stopped once
     its arguments are parsed: every flag, type and choice checked); a ``--config`` file is
     then loaded with its ``--set`` overrides, by the run-config loader or, for a paper
-    reproduction, by ``nemot.runs.load`` (``--variants`` checked against its variants).
+    reproduction, by ``nemot.experiments.protocol.load`` (``--variants`` checked against its variants).
     Commands that need data or checkpoints a fresh clone lacks, or hours (pre-training on
     C4, the thesis' fine-tuning runs, ``runs report`` of runs not made), are checked this
     way and not run; those in :data:`RUN_FOR_REAL` are quick and self-contained and run.
@@ -34,7 +34,7 @@ A block's language tag says what it is, and decides how it is checked:
   - other projects' programs (:data:`EXTERNAL`: git, tfds, jupyter, ...): syntax only.
   Any other program fails the test: give it a check here, or do not document it.
 - ``toml``: parsed; a complete run config (``kind``) is validated by the run-config
-  loader, an experiment (``reproduction``) by ``nemot.runs.load``, and a fragment
+  loader, an experiment (``reproduction``) by ``nemot.experiments.protocol.load``, and a fragment
   (``[[model.modulation]]``, ``[data]``, ...) merged into ``configs/pretrain.toml`` and
   validated as a run config.
 - ``text``: not code (diagrams, formulas, directory layouts, output samples): not run.
@@ -246,7 +246,7 @@ def parsed(main, argv, what):
 
 def check_config(args, what):
     """Load the ``--config`` file of a parsed nemot command with its ``--set`` overrides."""
-    from nemot import runs
+    from nemot.experiments import protocol
     from nemot.training.run_config import load_run_config
 
     path = getattr(args, "config", None) or getattr(args, "one_config", None)
@@ -254,7 +254,7 @@ def check_config(args, what):
         return
     overrides = list(getattr(args, "overrides", None) or getattr(args, "set", None) or [])
     if "reproduction" in tomllib.loads((REPO / path).read_text()):
-        module, experiment = runs.load(REPO / path, overrides)
+        module, experiment = protocol.load(REPO / path, overrides)
         unknown = set(getattr(args, "variants", None) or ()) - set(module.variants(experiment))
         assert not unknown, f"{what}: variants {sorted(unknown)} are not in {path}"
         return
@@ -402,7 +402,7 @@ TOML_BLOCKS = [(path, code, line) for path, language, code, line in ALL_BLOCKS
 @pytest.mark.parametrize("path, code, line", TOML_BLOCKS,
                          ids=[where(path, line) for path, _, line in TOML_BLOCKS])
 def test_toml_blocks_are_valid_configs(path, code, line, tmp_path):
-    from nemot import runs
+    from nemot.experiments import protocol
     from nemot.config import NeMoTConfig
     from nemot.training.run_config import run_config_from_dict
 
@@ -410,7 +410,7 @@ def test_toml_blocks_are_valid_configs(path, code, line, tmp_path):
     source = where(path, line)
     if "reproduction" in data:
         (tmp_path / "config.toml").write_text(code)
-        runs.load(tmp_path / "config.toml")
+        protocol.load(tmp_path / "config.toml")
         return
     if "kind" not in data:
         data = merged(tomllib.loads((REPO / "configs" / "pretrain.toml").read_text()), data)

@@ -82,7 +82,7 @@ def test_every_model_dropout_draws_and_advances_its_set_generator():
                                                    output_blocks=("lm",))
     model = nemot.build_model(cfg)
     ids = np.array([[50301, 50279, 50282] + list(range(1, 17))], "int32")
-    owners = [model.vanilla_set, model.neuromodulatory_set, model.output_set, model.gate]
+    owners = [model.backbone.vanilla_set, model.backbone.neuromodulatory_set, model.backbone.output_set, model.backbone.gate]
     before = [np.array(o.seed_generator.state.numpy()) for o in owners]
     a = model({"token_ids": ids}, training=True)["logits"]
     b = model({"token_ids": ids}, training=True)["logits"]

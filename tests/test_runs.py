@@ -1,4 +1,4 @@
-"""The multi-seed runner (nemot.runs): its statistics against scipy and hand formulas,
+"""The multi-seed runner (nemot.experiments): its statistics against scipy and hand formulas,
 and `nemot runs` end to end over two seeds, in this process and in separate processes.
 
 This module is also the experiment module of the tiny reproduction the end-to-end tests
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from nemot import runs, runs_cli
+from nemot.experiments import cli as runs_cli
 from nemot.experiments import protocol, report
 
 A = [0.7790, 0.7712, 0.7845, 0.7801, 0.7766, 0.7838, 0.7759]
@@ -31,7 +31,7 @@ BASE = {"modulated": 0.80, "plain": 0.70, "other": 0.75}
 
 
 def load(path, overrides=()):
-    raw = runs.apply_overrides(tomllib.loads(Path(path).read_text()), overrides, ("train",))
+    raw = protocol.apply_overrides(tomllib.loads(Path(path).read_text()), overrides, ("train",))
     table = {"table": raw["table"]} if "table" in raw else {}
     return types.SimpleNamespace(name=raw["name"], output_dir=raw["output_dir"],
                                  seeds=tuple(raw["seeds"]), variants=raw["variants"],
@@ -64,13 +64,13 @@ def tiny_config(tmp_path, seeds=(0, 1, 2), head="", variants=("modulated", "plai
 # ---------------------------------------------------------------- statistics
 
 def test_summary_is_mean_sd_and_the_t_interval():
-    s = runs.summarize(A)
+    s = report.summarize(A)
     assert s.n == len(A)
     assert s.mean == pytest.approx(np.mean(A), abs=1e-12)
     assert s.sd == pytest.approx(np.std(A, ddof=1), abs=1e-12)
     low, high = stats.t.interval(0.95, len(A) - 1, loc=np.mean(A), scale=stats.sem(A))
     assert (s.ci_low, s.ci_high) == pytest.approx((low, high), abs=1e-12)
-    one = runs.summarize([0.5])
+    one = report.summarize([0.5])
     assert one.mean == 0.5 and math.isnan(one.sd) and math.isnan(one.ci_low)
 
 
@@ -79,17 +79,17 @@ def test_welch_matches_the_welch_satterthwaite_formulas_and_scipy():
     t = (np.mean(A) - np.mean(B)) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (len(A) - 1) + vb ** 2 / (len(B) - 1))
     p = 2 * stats.t.sf(abs(t), df)
-    assert runs.welch(A, B) == pytest.approx((t, df, p), rel=1e-10)
-    assert runs.welch(A, B)[2] == pytest.approx(
+    assert report.welch(A, B) == pytest.approx((t, df, p), rel=1e-10)
+    assert report.welch(A, B)[2] == pytest.approx(
         stats.ttest_ind(A, B, equal_var=False).pvalue, rel=1e-12)
-    assert all(math.isnan(v) for v in runs.welch(A, [0.7]))
+    assert all(math.isnan(v) for v in report.welch(A, [0.7]))
 
 
 def test_hedges_g_by_hand():
     # means 2.5 and 3.5, both variances 5/3: d = -1 / sqrt(5/3), J = 1 - 3 / 23
-    assert runs.hedges_g([1, 2, 3, 4], [2, 3, 4, 5]) == pytest.approx(
+    assert report.hedges_g([1, 2, 3, 4], [2, 3, 4, 5]) == pytest.approx(
         -1 / math.sqrt(5 / 3) * (1 - 3 / 23), rel=1e-12)
-    assert math.isnan(runs.hedges_g([1, 1], [1, 1]))
+    assert math.isnan(report.hedges_g([1, 1], [1, 1]))
 
 
 # ------------------------------------------------------------- end to end
@@ -111,7 +111,7 @@ def test_runs_over_two_seeds_then_reports_beside_the_paper(tmp_path, capsys):
     printed = capsys.readouterr().out
 
     modulated, plain = [0.80, 0.813], [0.70, 0.713]
-    s = runs.summarize(modulated, kind="proportion")  # an accuracy: a logit interval
+    s = report.summarize(modulated, kind="proportion")  # an accuracy: a logit interval
     assert f"| modulated | 2 | {s.mean:.4f} | {s.sd:.4f} | [{s.ci_low:.4f}, {s.ci_high:.4f}] " \
            "| 0.7790 |" in printed
     assert "| plain | 2 | 0.7065 | 0.0092 |" in printed and "| 0.7750 |" in printed
@@ -125,19 +125,19 @@ def test_runs_over_two_seeds_then_reports_beside_the_paper(tmp_path, capsys):
     data = json.loads((out / "report.json").read_text())
     assert data["tests"]["accuracy"]["modulated vs plain"]["p"] == pytest.approx(p)
     log = []
-    runs.run_config(config, seeds=[0, 1], log=log.append)
+    protocol.run_config(config, seeds=[0, 1], log=log.append)
     assert log[0].startswith("tiny: 0 run(s) to do of 4")
     # runs go seed by seed, so an interrupted experiment has every variant
     log = []
-    runs.run_config(config, seeds=[2, 3], log=log.append)
+    protocol.run_config(config, seeds=[2, 3], log=log.append)
     assert [line.split(":")[0].strip() for line in log[1:5]] == [
         "modulated seed 2", "plain seed 2", "modulated seed 3", "plain seed 3"]
 
 
 def test_runs_on_generated_data_report_no_paper_numbers(tmp_path):
     config = tiny_config(tmp_path, seeds=[0, 1], head="synthetic = true\n")
-    out = runs.run_config(config, log=lambda line: None)
-    text, data = runs.report(out)
+    out = protocol.run_config(config, log=lambda line: None)
+    text, data = report.report(out)
     assert "**Synthetic data**" in text and "Paper: made-up" not in text
     assert "| 0.7790 |" not in text and "| modulated | 2 |" in text and "| – |" in text
     assert data["summary"]["modulated"]["accuracy"]["paper"] is None
@@ -146,10 +146,10 @@ def test_runs_on_generated_data_report_no_paper_numbers(tmp_path):
     real = tiny_config(tmp_path, seeds=[2])
     with pytest.raises(ValueError, match="out: its runs read generated data; this config "
                                          "reads real data: give it another output_dir"):
-        runs.run_config(real, log=lambda line: None)
+        protocol.run_config(real, log=lambda line: None)
     # `--set synthetic=true` marks runs of a real config too
-    assert runs.is_synthetic(types.SimpleNamespace(), None, real, ["synthetic=true"])
-    assert not runs.is_synthetic(types.SimpleNamespace(), None, real, ["seeds=[1]"])
+    assert protocol.is_synthetic(types.SimpleNamespace(), None, real, ["synthetic=true"])
+    assert not protocol.is_synthetic(types.SimpleNamespace(), None, real, ["seeds=[1]"])
 
 
 def test_an_experiment_compares_with_the_paper_table_it_names(tmp_path):
@@ -158,14 +158,14 @@ def test_an_experiment_compares_with_the_paper_table_it_names(tmp_path):
     config = tiny_config(tmp_path, seeds=[0])
     config.write_text(config.read_text().replace('name = "tiny"',
                                                  'name = "ablation"\ntable = "tiny"'))
-    text, data = runs.report(runs.run_config(config, log=lambda line: None))
+    text, data = report.report(protocol.run_config(config, log=lambda line: None))
     assert data["manifest"]["table"] == "tiny" and data["manifest"]["name"] == "ablation"
     assert "| 0.7790 |" in text and "Paper: made-up numbers" in text
 
 
 def test_separate_processes_write_the_same_runs(tmp_path):
     config = tiny_config(tmp_path, seeds=[3, 4])
-    runs.run_config(config, jobs=2, variants=["plain"], log=lambda line: None)
+    protocol.run_config(config, jobs=2, variants=["plain"], log=lambda line: None)
     metrics = read_metrics(tmp_path / "out")
     assert sorted(metrics) == [("plain", "seed3"), ("plain", "seed4")]
     assert metrics[("plain", "seed4")]["accuracy"] == pytest.approx(0.70 + 0.04 + 0.048)
@@ -190,7 +190,7 @@ def test_each_run_process_gets_its_share_of_the_cores_as_tensorflow_threads():
 def test_every_variant_is_tested_against_the_baseline_as_variant_minus_baseline(tmp_path):
     # The baseline comes first in the config; its pairs still read "X vs plain", X - plain.
     config = tiny_config(tmp_path, seeds=[0, 1], variants=("plain", "modulated", "other"))
-    _, data = runs.report(runs.run_config(config, log=lambda line: None))
+    _, data = report.report(protocol.run_config(config, log=lambda line: None))
     tests = data["tests"]["accuracy"]
     assert list(tests) == ["modulated vs plain", "other vs plain", "modulated vs other"]
     assert tests["modulated vs plain"]["difference"] == pytest.approx(0.10)
@@ -198,8 +198,8 @@ def test_every_variant_is_tested_against_the_baseline_as_variant_minus_baseline(
 
 
 def test_the_report_is_valid_json_and_draws_the_figure(tmp_path):
-    out = runs.run_config(tiny_config(tmp_path, seeds=[0]), log=lambda line: None)
-    text = runs.write_report(out)
+    out = protocol.run_config(tiny_config(tmp_path, seeds=[0]), log=lambda line: None)
+    text = report.write_report(out)
 
     def refuse(constant):
         raise ValueError(f"{constant} in report.json")
@@ -209,10 +209,10 @@ def test_the_report_is_valid_json_and_draws_the_figure(tmp_path):
     assert one["n"] == 1 and one["sd"] is None and one["ci_low"] is None  # NaN -> null
     assert data["tests"]["accuracy"]["modulated vs plain"]["p"] is None
     assert "No test (–) where a row has one run." in text
-    assert runs.json_safe({"a": [math.inf, 1.0], "b": math.nan}) == {"a": [None, 1.0],
+    assert report.json_safe({"a": [math.inf, 1.0], "b": math.nan}) == {"a": [None, 1.0],
                                                                      "b": None}
-    figure = out / runs.FIGURE
-    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and runs.FIGURE in text
+    figure = out / report.FIGURE
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and report.FIGURE in text
 
 
 def test_the_figure_shows_every_metric_and_score_against_cost(tmp_path):
@@ -223,9 +223,9 @@ def test_the_figure_shows_every_metric_and_score_against_cost(tmp_path):
                for v, metrics in {"none": {"score": 0.5, "added_parameters": 0.0},
                                   "pals": {"score": 0.55, "added_parameters": 5000.0}}.items()}
     data = {"manifest": {"name": "x"}, "summary": summary}
-    two = imread(runs.plot_report(data, tmp_path / "two.png", baseline="none"))
+    two = imread(report.plot_report(data, tmp_path / "two.png", baseline="none"))
     summary_without_cost = {v: {"score": m["score"]} for v, m in summary.items()}
-    one = imread(runs.plot_report({"manifest": {"name": "x"}, "summary": summary_without_cost},
+    one = imread(report.plot_report({"manifest": {"name": "x"}, "summary": summary_without_cost},
                                   tmp_path / "one.png"))
     # two metrics and the score-against-cost panel: three panels side by side; one without
     assert two.shape[1] > 2.5 * one.shape[1]
@@ -236,9 +236,9 @@ def test_the_report_draws_each_variants_distribution_over_seeds(tmp_path):
 
     from nemot.experiments import report
 
-    out = runs.run_config(tiny_config(tmp_path, variants=("modulated", "plain", "other")),
+    out = protocol.run_config(tiny_config(tmp_path, variants=("modulated", "plain", "other")),
                           log=lambda line: None)
-    text = runs.write_report(out)
+    text = report.write_report(out)
     # no DISTRIBUTION_METRIC in this recipe: the first metric reported, one panel a variant
     assert "![accuracy over seeds, per variant](distributions.png)" in text
     three = imread(out / report.DISTRIBUTIONS)
@@ -262,37 +262,37 @@ def test_the_report_draws_each_variants_distribution_over_seeds(tmp_path):
 def test_bad_configs_and_directories_are_named(tmp_path):
     config = tiny_config(tmp_path)
     with pytest.raises(ValueError, match="variants \\['other'\\]: expected some of"):
-        runs.run_config(config, variants=["other"])
+        protocol.run_config(config, variants=["other"])
     no_key = tmp_path / "no_key.toml"
     no_key.write_text('name = "x"\n')
     with pytest.raises(ValueError, match="no_key.toml: reproduction: expected a top-level key"):
-        runs.load(no_key)
+        protocol.load(no_key)
     unknown = tmp_path / "unknown.toml"
     unknown.write_text('reproduction = "nope"\n')
     with pytest.raises(ValueError, match="reproduction 'nope': expected one of \\[.*'modact'"):
-        runs.load(unknown)
+        protocol.load(unknown)
     with pytest.raises(ValueError, match="cfg: unknown key\\(s\\) \\['trian'\\]; expected some of"):
-        runs.protocol_keys({"name": "x", "output_dir": "o", "trian": {}}, ("train",), "cfg")
+        protocol.protocol_keys({"name": "x", "output_dir": "o", "trian": {}}, ("train",), "cfg")
     with pytest.raises(ValueError, match="cfg: seeds: expected a list of integers, got 3"):
-        runs.protocol_keys({"name": "x", "output_dir": "o", "seeds": 3}, (), "cfg")
+        protocol.protocol_keys({"name": "x", "output_dir": "o", "seeds": 3}, (), "cfg")
     with pytest.raises(ValueError, match="cfg: override 'loss.x=1': expected a top-level key"):
-        runs.apply_overrides({}, ["loss.x=1"], ("train",), "cfg")
-    assert runs.apply_overrides({"train": {"a": 1}}, ["train.b=[1, 2]", "seeds=[4]"],
+        protocol.apply_overrides({}, ["loss.x=1"], ("train",), "cfg")
+    assert protocol.apply_overrides({"train": {"a": 1}}, ["train.b=[1, 2]", "seeds=[4]"],
                                 ("train",)) == {"train": {"a": 1, "b": [1, 2]}, "seeds": [4]}
     raw = {"variants": {"pals": {"hidden_size": 204}}}
-    assert runs.apply_overrides(raw, ["variants.pals.hidden_size=6"], ()) == {
+    assert protocol.apply_overrides(raw, ["variants.pals.hidden_size=6"], ()) == {
         "variants": {"pals": {"hidden_size": 6}}}
     assert raw["variants"]["pals"]["hidden_size"] == 204  # the config itself is untouched
     with pytest.raises(ValueError, match="cfg: override 'variants.x.y=1': no "
                                          "\\[variants.x\\]; expected one of \\['pals'\\]"):
-        runs.apply_overrides(raw, ["variants.x.y=1"], (), "cfg")
+        protocol.apply_overrides(raw, ["variants.x.y=1"], (), "cfg")
     with pytest.raises(FileNotFoundError, match="no runs.json"):
-        runs.report(tmp_path)
+        report.report(tmp_path)
     out = tmp_path / "out"
-    runs.run_config(config, seeds=[0], variants=["plain"], log=lambda line: None)
+    protocol.run_config(config, seeds=[0], variants=["plain"], log=lambda line: None)
     (out / "plain" / "seed0" / "metrics.json").write_text("{not json")
     with pytest.raises(ValueError, match="seed0/metrics.json: not valid JSON"):
-        runs.report(out)
+        report.report(out)
 
 
 # ------------------------------------------------ finished runs are reused only alike
@@ -301,7 +301,7 @@ def test_a_changed_override_is_refused_and_the_report_never_pools_settings(tmp_p
     config = tiny_config(tmp_path, seeds=[0, 1])
     out = tmp_path / "out"
     quiet = {"log": lambda line: None}
-    runs.run_config(config, overrides=["train.epochs=2"], **quiet)
+    protocol.run_config(config, overrides=["train.epochs=2"], **quiet)
     assert tomllib.loads((out / "plain" / "seed0" / "config.toml").read_text())[
         "train"] == {"epochs": 2}
     before = read_metrics(out)
@@ -316,9 +316,9 @@ def test_a_changed_override_is_refused_and_the_report_never_pools_settings(tmp_p
     assert json.loads((out / "runs.json").read_text())["overrides"] == ["train.epochs=2"]
 
     # Kept knowingly: the new seed runs with epochs = 1, and no mean pools the two settings.
-    runs.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], keep_stale=True,
+    protocol.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], keep_stale=True,
                     **quiet)
-    text, data = runs.report(out)
+    text, data = report.report(out)
     rows = data["summary"]
     assert rows["plain (train.epochs = 2)"]["accuracy"]["n"] == 2
     assert rows["plain (train.epochs = 1)"]["accuracy"]["values"] == [pytest.approx(0.782)]
@@ -327,9 +327,9 @@ def test_a_changed_override_is_refused_and_the_report_never_pools_settings(tmp_p
     assert "never pooled" in text
 
     # --force reruns every finished run from the start: one setting again, one row each.
-    runs.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], force=True,
+    protocol.run_config(config, seeds=[0, 1, 2], overrides=["train.epochs=1"], force=True,
                     **quiet)
-    text, data = runs.report(out)
+    text, data = report.report(out)
     assert list(data["summary"]) == ["modulated", "plain"]
     assert data["summary"]["plain"]["accuracy"]["n"] == 3
     assert data["settings"]["train.epochs"] == 1 and "| train.epochs | `1` |" in text
@@ -340,16 +340,16 @@ def test_runs_of_older_code_or_without_a_record_are_not_reused(tmp_path, monkeyp
     import sys
 
     config = tiny_config(tmp_path, seeds=[0])
-    out = runs.run_config(config, log=lambda line: None)
+    out = protocol.run_config(config, log=lambda line: None)
     assert json.loads((out / "plain" / "seed0" / "version.json").read_text()) == {
         "code_version": 1}
     monkeypatch.setattr(sys.modules[__name__], "CODE_VERSION", 2, raising=False)
     with pytest.raises(protocol.StaleRuns, match="code_version = 1 \\(recorded\\), 2 \\(now\\)"):
-        runs.run_config(config, log=lambda line: None)
+        protocol.run_config(config, log=lambda line: None)
     monkeypatch.undo()
     (out / "plain" / "seed0" / "config.toml").unlink()
     with pytest.raises(protocol.StaleRuns, match="plain/seed0: finished with other settings"):
-        runs.run_config(config, log=lambda line: None)
+        protocol.run_config(config, log=lambda line: None)
     # what only says how a run reports its progress is not compared
     assert not protocol.differences({"train.verbose": 0, "a": 1}, {"train.verbose": 2, "a": 1})
     assert protocol.differences({"a": 1, "m.vocab": 5}, {"a": 1}, derived=("m.vocab",)) == []
@@ -376,28 +376,28 @@ def expit(z):
 def test_accuracy_and_correlation_intervals_stay_inside_their_range(n):
     rng = np.random.default_rng(n)
     accuracies = [0.5, 0.95] if n == 2 else list(rng.uniform(0.90, 0.999, n))
-    s = runs.summarize(accuracies, kind="proportion")
+    s = report.summarize(accuracies, kind="proportion")
     assert (s.ci_low, s.ci_high) == pytest.approx(_by_hand(accuracies, logit, expit), rel=1e-9)
     assert 0 < s.ci_low < s.ci_high < 1 and s.mean == pytest.approx(np.mean(accuracies))
     # the t interval of the raw values leaves [0, 1] at n = 2 (t = 12.7)
-    assert n == 30 or runs.summarize(accuracies).ci_high > 1
+    assert n == 30 or report.summarize(accuracies).ci_high > 1
     correlations = [0.2, 0.99] if n == 2 else list(rng.uniform(0.95, 0.999, n))
-    r = runs.summarize(correlations, kind="correlation")
+    r = report.summarize(correlations, kind="correlation")
     assert (r.ci_low, r.ci_high) == pytest.approx(                     # Fisher's z
         _by_hand(correlations, math.atanh, math.tanh), rel=1e-9)
     assert -1 < r.ci_low < r.ci_high < 1
-    percent = runs.summarize([100 * a for a in accuracies], kind="percent")
+    percent = report.summarize([100 * a for a in accuracies], kind="percent")
     assert (percent.ci_low, percent.ci_high) == pytest.approx((100 * s.ci_low, 100 * s.ci_high))
     with pytest.raises(ValueError, match="expected values in \\[0, 1\\]"):
-        runs.summarize([0.5, 1.2], kind="proportion")
+        report.summarize([0.5, 1.2], kind="proportion")
 
 
 def test_one_run_has_no_interval_and_identical_values_no_test(tmp_path):
-    one = runs.summarize([0.7], kind="proportion")
+    one = report.summarize([0.7], kind="proportion")
     assert one.n == 1 and math.isnan(one.sd) and math.isnan(one.ci_low)
-    same = runs.summarize([19470.0] * 3, kind="count")
+    same = report.summarize([19470.0] * 3, kind="count")
     assert (same.sd, same.ci_low, same.ci_high) == (0.0, 19470.0, 19470.0)
-    assert all(math.isnan(x) for x in runs.welch([1.0, 1.0], [2.0, 2.0]))
+    assert all(math.isnan(x) for x in report.welch([1.0, 1.0], [2.0, 2.0]))
     assert report.metric_kind("sts_pearson") == "correlation"
     assert report.metric_kind("quora_acc") == "proportion"
     assert report.metric_kind("added_parameters") == "count"
@@ -414,17 +414,17 @@ def test_reports_print_no_interval_for_one_run_and_counts_as_integers(tmp_path, 
     monkeypatch.setattr(module, "run_one", lambda experiment, variant, seed, run_dir: {
         "accuracy": 0.5 + 0.1 * seed, "added_parameters": 19470.0 if variant == "plain" else 0.0,
         "score_r": 0.3 + 0.2 * seed})
-    out = runs.run_config(tiny_config(tmp_path, seeds=[0]), log=lambda line: None)
+    out = protocol.run_config(tiny_config(tmp_path, seeds=[0]), log=lambda line: None)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no precision warning from identical values
-        text = runs.write_report(out)
+        text = report.write_report(out)
     assert "| plain | 1 | 19,470 | – | – |" in text and "±" not in text
     assert "A row of one run has no SD and no interval." in text
-    assert "(n = 1: no interval)" in _titles(runs.report(out)[1])
-    runs.run_config(tiny_config(tmp_path, seeds=[0, 1]), log=lambda line: None)
+    assert "(n = 1: no interval)" in _titles(report.report(out)[1])
+    protocol.run_config(tiny_config(tmp_path, seeds=[0, 1]), log=lambda line: None)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        text, data = runs.report(out)
+        text, data = report.report(out)
     assert "| plain | 2 | 19,470 | 0 | – |" in text
     assert "`added_parameters` does not vary" in text
     tested = data["tests"]["added_parameters"]["modulated vs plain"]

@@ -162,7 +162,7 @@ class TrainSettings:
             ``sampling`` (the PALs report, s.4.4).
         learning_rate: Adam's peak rate (epsilon 1e-6, as minBERT's AdamW).
         warmup_fraction: linear warm-up from 0 over this part of the steps, then cosine
-            decay (:class:`nemot.schedules.WarmupCosine`) to ``floor_fraction`` x peak.
+            decay (:class:`nemot.training.schedules.WarmupCosine`) to ``floor_fraction`` x peak.
         clipnorm: global gradient-norm clipping (0: none).
         sampling: :class:`nemot.data.sampling.TaskSampler` mode.
         timing_steps, timing_rounds: the step-time measurement (module docstring).
@@ -202,7 +202,7 @@ class TrainSettings:
     def optimizer(self):
         import keras
 
-        from nemot.schedules import WarmupCosine
+        from nemot.training.schedules import WarmupCosine
 
         warmup = int(round(self.warmup_fraction * self.total_steps))
         schedule = WarmupCosine(start=0.0, peak=self.learning_rate,

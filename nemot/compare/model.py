@@ -33,10 +33,12 @@ import numpy as np
 from keras import ops
 
 from nemot import dropout as drop
+from nemot import vocab
 from nemot.config import THESIS_OUTPUT_BLOCKS, NeMoTConfig
 from nemot.layers.sets import NeuromodulatorySet, OutputSet
 from nemot.layers.transformer import TransformerLayer
-from nemot.models.baseline import GPT2Baseline
+from nemot.models.baseline import GPT2BaselineBackbone, GPT2BaselineCausalLM
+from nemot.models.nemot_backbone import BackboneNode
 from nemot.models.weights import count_weights
 from nemot.modulation.gate import Gate
 from nemot.modulation.gating_block import GatingBlock
@@ -354,12 +356,13 @@ def predict_tasks(model, token_ids, batch_size=256):
 
 
 @keras.saving.register_keras_serializable(package="nemot.compare")
-class ConditionedGPT2(GPT2Baseline):
+class ConditionedGPT2Backbone(GPT2BaselineBackbone):
     """The thesis' GPT-2 baseline conditioned on the task token, for the comparison on
     the thesis' QA data (``configs/compare/thesis_pool.toml``): the per-layer kinds ride
     on its layers as ``config.modulation`` specs of the ``vanilla`` set (task index from
-    the task token, :meth:`GPT2Baseline.conditioning`), and NGT's block gates layer
-    ``k``'s output, causal like GPT-2, reading the task token's embedding.
+    the task token, :meth:`GPT2BaselineBackbone.conditioning`), and NGT's block gates
+    layer ``k``'s output, causal like GPT-2, reading the task token's embedding. The task
+    around it is :class:`nemot.models.baseline.GPT2BaselineCausalLM`.
 
     Args:
         config: a ``NeMoTConfig`` (its vanilla-set fields, ``modulation`` and
@@ -371,8 +374,11 @@ class ConditionedGPT2(GPT2Baseline):
     """
 
     def __init__(self, config, gating=None, **kwargs):
-        super().__init__(config, **kwargs)
         self.gating = dict(gating) if gating else None
+        super().__init__(config, **kwargs)
+
+    def build_layers(self):
+        super().build_layers()
         self.gating_block = self.task_embedding = None
         if self.gating:
             cfg = self.config
@@ -381,28 +387,22 @@ class ConditionedGPT2(GPT2Baseline):
                                             name="gating_block")
             self.task_embedding = keras.layers.Embedding(cfg.num_output_blocks, cfg.d_model,
                                                          name="task_embedding")
-
-    def build(self, input_shape=None):
-        super().build(input_shape)
-        if self.gating_block is not None:
-            self.gating_block.build((None, None, self.config.d_model))
+            self.gating_block.build((None, None, cfg.d_model))
             self.task_embedding.build(None)
 
     @property
     def supports_cache(self):
-        return self.gating_block is None and super().supports_cache
+        return not self.gating and super().supports_cache
 
-    def forward(self, aux_ids, text_ids, text_valid, cache=None, cache_update_index=0,
-                pos_tags=None, training=None):
-        """GPT-2 with NGT's block between layers k and k + 1 (no cache); else the
-        baseline's forward pass."""
-        if self.gating_block is None:
-            return super().forward(aux_ids, text_ids, text_valid, cache, cache_update_index,
-                                   pos_tags, training)
-        if cache is not None:
-            raise ValueError("NGT's gating block keeps no key/value cache: decode by "
-                             "recomputation (supports_cache is False)")
-        vanilla, mask = self.vanilla_set, self.text_mask(text_ids, text_valid)
+    def text_output(self, aux_ids, text_ids, text_mask):
+        if not self.gating:
+            return super().text_output(aux_ids, text_ids, text_mask)
+        return BackboneNode(self.gated_output, name="gated_vanilla_set")(aux_ids, text_ids,
+                                                                         text_mask)
+
+    def gated_output(self, aux_ids, text_ids, mask, training=None):
+        """GPT-2 with NGT's block between layers k and k + 1."""
+        vanilla = self.vanilla_set
         conditioning = self.conditioning(aux_ids)
         seed = drop.draw_seed(vanilla.seed_generator, training)
         layers = vanilla.transformer_layers
@@ -416,15 +416,20 @@ class ConditionedGPT2(GPT2Baseline):
                 aux = {"aux_tokens": task, "aux_mask": ops.ones((ops.shape(x)[0], 1, 1), "bool")}
                 x = self.gating_block(x, conditioning=aux, attention_mask=mask,
                                       training=training)
-        return {"logits": self.head(vanilla.layer_norm(x))}, None
+        return vanilla.layer_norm(x)
 
     def parameter_breakdown(self):
         parts = super().parameter_breakdown()
-        if self.gating_block is not None:
+        if self.gating:
             parts["gating_block"] = count_weights(self.gating_block) + count_weights(
                 self.task_embedding)
-            parts["total"] += parts["gating_block"]
         return parts
 
     def get_config(self):
         return {**super().get_config(), "gating": self.gating}
+
+
+def conditioned_gpt2(config, gating=None):
+    """The task model of :class:`ConditionedGPT2Backbone` (token ids in, no preprocessor)."""
+    return GPT2BaselineCausalLM(ConditionedGPT2Backbone(config, gating=gating),
+                                preprocessor=None)

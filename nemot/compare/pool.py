@@ -17,9 +17,9 @@ A config names a thesis run config and the tables merged over it::
 The backbone is GPT-2 (the thesis' vanilla set, causal) with the thesis' new LM head; the
 task every mechanism conditions on is the example's task token, i.e. the output blocks
 of ``model.output_blocks`` (the pool's ``mqa`` and ``gqa``). ``none`` is the thesis' GPT-2
-baseline, ``nemot_gate`` NeMoT itself (:func:`nemot.models.nemot.build_model`), the per-layer
+baseline, ``nemot_gate`` NeMoT itself (:func:`nemot.build_model`), the per-layer
 kinds ride on GPT-2's layers (``[[model.modulation]]`` on the ``vanilla`` set) and
-``ngt_block`` gates GPT-2's layer k (:class:`nemot.compare.model.ConditionedGPT2`). Every
+``ngt_block`` gates GPT-2's layer k (:class:`nemot.compare.model.ConditionedGPT2Backbone`). Every
 variant trains with the run config's loss, schedule and steps through
 :func:`nemot.training.loop.run`; a run reports the ♠ best validation metric
 (``val_metric``), the ♣ lowest validation loss (``val_loss``), ``added_parameters`` and
@@ -30,7 +30,7 @@ import dataclasses
 from pathlib import Path
 
 from nemot.experiments import protocol
-from nemot.compare.model import (BLOCK_OPTIONS, ConditionedGPT2, block_options, hosted_specs,
+from nemot.compare.model import (BLOCK_OPTIONS, block_options, conditioned_gpt2, hosted_specs,
                                   mechanism_of, variant_tables)
 from nemot.compare.timing import step_time_ratio
 from nemot.training import run_config as rc
@@ -116,13 +116,12 @@ def build(experiment, variant, cfg, mechanism=None):
     """The model of one run, with GPT-2's weights in its vanilla set when ``gpt2`` is
     set."""
     from nemot.models.gpt2 import load_vanilla_set
-    from nemot.models.nemot import build_model
+    from nemot.models.nemot_causal_lm import build_model
 
     if cfg.model_name == "nemot":
         return build_model(cfg.model, gpt2=cfg.gpt2)
-    model = ConditionedGPT2(cfg.model, gating=None if mechanism else gating(
+    model = conditioned_gpt2(cfg.model, gating=None if mechanism else gating(
         experiment, variant, cfg))
-    model.build()
     if cfg.gpt2:
         load_vanilla_set(model, cfg.gpt2)
     return model

@@ -201,6 +201,25 @@ def truncate(ids, max_length, *companions):
     return (keep(ids), *(keep(c) for c in companions))
 
 
+def assemble(prompt_ids, answer_ids, label_mode, max_text_length):
+    """``(text_ids, task_targets, lm_targets)`` of a prompt ending with ``<sep>`` and its
+    answer (see the module docstring), cut to ``max_text_length`` by :func:`truncate`.
+    ``label_mode``: the answer is one option token ``(k)``, not read by the LM loss."""
+    text_ids = prompt_ids + answer_ids
+    roles = [_PROMPT] * (len(prompt_ids) - 1) + [_SEP] + [_ANSWER] * len(answer_ids)
+    text_ids, roles = truncate(text_ids, max_text_length, roles)
+    n = len(text_ids)
+    task_targets = [vocab.IGNORE_ID] * n
+    lm_targets = [vocab.IGNORE_ID] * n
+    for t in range(n - 1):
+        if roles[t] != _PROMPT:
+            task_targets[t] = text_ids[t + 1]
+        # In label mode the appended (k) is not part of the input the LM loss reads.
+        if not (label_mode and roles[t] == _SEP):
+            lm_targets[t] = text_ids[t + 1]
+    return text_ids, task_targets, lm_targets
+
+
 class Formatter:
     """Turns :class:`QAExample` into the unified format with NeMoT's targets.
 
@@ -302,18 +321,8 @@ class Formatter:
 
     def _assemble(self, example, prompt, answer, prompt_ids, answer_ids):
         label_mode = self._is_label_mode(example)
-        text_ids = prompt_ids + answer_ids
-        roles = [_PROMPT] * (len(prompt_ids) - 1) + [_SEP] + [_ANSWER] * len(answer_ids)
-        text_ids, roles = truncate(text_ids, self.max_text_length, roles)
-        n = len(text_ids)
-        task_targets = [vocab.IGNORE_ID] * n
-        lm_targets = [vocab.IGNORE_ID] * n
-        for t in range(n - 1):
-            if roles[t] != _PROMPT:
-                task_targets[t] = text_ids[t + 1]
-            # In label mode the appended (k) is not part of the input the LM loss reads.
-            if not (label_mode and roles[t] == _SEP):
-                lm_targets[t] = text_ids[t + 1]
+        text_ids, task_targets, lm_targets = assemble(prompt_ids, answer_ids, label_mode,
+                                                      self.max_text_length)
         aux = self.aux_ids(example)
         max_answer = self.max_answer_length or (
             1 if label_mode else min(DEFAULT_MAX_ANSWER_LENGTH, self.max_text_length // 4))

@@ -157,42 +157,20 @@ def python_errors():
         raise original from None
 
 
-def check_as_read(data, check_batch, check_text_length):
-    """A ``tf.data`` dataset for ``model.fit`` with every batch checked on the host as it
-    is read: a compiled train step cannot raise on values, nor see a shape once Keras has
-    relaxed it to ``None`` on a retrace.
-
-    A dataset of ``x`` or ``(x, y, ...)`` with ``x["token_ids"]`` is checked by its static
-    shape now and batch by batch in its pipeline (an error then reaches the caller
-    through :func:`python_errors`); anything else is returned as it is.
-
-    Args:
-        data: what ``fit`` takes as ``x`` or ``validation_data``.
-        check_batch: ``check_batch(token_ids)`` raises for numpy token ids [batch, 3 + n]
-            the model cannot take (``NeMoT.check_batch``).
-        check_text_length: ``check_text_length(n)`` raises for a text length n the model
-            cannot take.
-    """
-    spec = data.element_spec if isinstance(data, tf.data.Dataset) else None
-    x_spec = spec[0] if isinstance(spec, tuple) else spec
-    if not (isinstance(x_spec, dict) and "token_ids" in x_spec):
-        return data
-    width = x_spec["token_ids"].shape[1]
-    if width is not None:
-        check_text_length(width - NUM_AUX)
+def checked_token_ids(x, check_batch):
+    """``x`` (a batch of a ``tf.data`` pipeline, ``{"token_ids": ...}``) with its token ids
+    checked on the host as they are read: a compiled train step cannot raise on values.
+    ``check_batch(token_ids)`` raises for numpy token ids [batch, 3 + n] the model cannot
+    take (the error calling the model gives); it reaches the caller through
+    :func:`python_errors`."""
 
     @_remembered
     def checked_ids(token_ids):
         check_batch(token_ids)
         return token_ids
 
-    def checked(*element):
-        x = element[0]
-        ids = tf.numpy_function(checked_ids, [x["token_ids"]], x["token_ids"].dtype)
-        x = {**x, "token_ids": tf.ensure_shape(ids, x["token_ids"].shape)}
-        return (x, *element[1:]) if len(element) > 1 else x
-
-    return data.map(checked)
+    ids = tf.numpy_function(checked_ids, [x["token_ids"]], x["token_ids"].dtype)
+    return {**x, "token_ids": tf.ensure_shape(ids, x["token_ids"].shape)}
 
 
 # ---------------------------------------------------------------- batching and distribution

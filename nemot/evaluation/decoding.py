@@ -4,7 +4,8 @@ Decoding lives here for every model (NeMoT, the GPT-2 baseline, ...). Three ways
 to turn a model into answers:
 
 - :func:`generate`: token by token until ``</s>``, a length limit or the end of
-  the window, batched. A model with key/value caches (``init_cache`` /
+  the window, batched (token ids in and out; ``NeMoTCausalLM.generate`` puts strings
+  around it). A model with key/value caches (``init_cache`` / ``prefill`` /
   ``call_with_cache``, as NeMoT has in all three sets; ``<dec>`` mode only) runs
   :class:`Generator`, KerasHub's loop: a ``keras_hub.samplers`` sampler (greedy
   by default, the thesis behaviour; ``"top_k"``, ``"top_p"``, ``"random"``,
@@ -168,7 +169,8 @@ class Generator:
     example has stopped).
 
     Args:
-        model: a model with ``init_cache`` and ``call_with_cache`` (NeMoT's interface).
+        model: a model with ``init_cache``, ``prefill`` and ``call_with_cache`` (NeMoT's
+            interface).
         sampler: a ``keras_hub.samplers`` sampler or its name; ``None`` = greedy.
         stop_token_ids: generation of an example ends at the first of these
             (default ``</s>``); ``()`` never stops early.
@@ -202,8 +204,7 @@ class Generator:
         ``prefill_width`` (a Python int) text positions are run in one prefill call."""
         model = self.model
         cache = model.init_cache(ops.shape(token_ids)[0], ops.shape(token_ids)[1])
-        _, cache = model.call_with_cache(aux_ids, token_ids[:, :prefill_width], cache, 0,
-                                         prompt_mask)
+        _, cache = model.prefill(aux_ids, token_ids[:, :prefill_width], cache, prompt_mask)
         # Per-example values travel in the loop state so that samplers that
         # reshape the batch (beam search repeats every example) keep them aligned.
         state = dict(cache, aux_ids=aux_ids, budget_end=budget_end)
@@ -273,11 +274,11 @@ class Generator:
 
 
 def has_cache(model):
-    """Whether ``model`` decodes with a cache: it has the interface (``init_cache`` and
-    ``call_with_cache``) and every part of it supports caching (``supports_cache``;
-    PALs do not)."""
-    return (hasattr(model, "init_cache") and hasattr(model, "call_with_cache")
-            and getattr(model, "supports_cache", True))
+    """Whether ``model`` decodes with a cache: it has the interface (``init_cache``,
+    ``prefill`` and ``call_with_cache``) and every part of it supports caching
+    (``supports_cache``; PALs do not)."""
+    return (hasattr(model, "init_cache") and hasattr(model, "prefill")
+            and hasattr(model, "call_with_cache") and getattr(model, "supports_cache", True))
 
 
 def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, **kwargs):
@@ -306,7 +307,7 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
     size = batch_size or len(prompts)
     batches = [prompts[first:first + size] for first in range(0, len(prompts), size)]
     if not has_cache(model):
-        if sampler not in (None, "greedy"):
+        if not (sampler in (None, "greedy") or type(sampler).__name__ == "GreedySampler"):
             raise ValueError(f"{type(model).__name__} has no key/value cache; only greedy "
                              f"decoding (sampler=None) is available for it, got {sampler!r}")
         forward = compiled_forward(model) if backend.name() == "jax" else model
@@ -432,10 +433,13 @@ def cached_generator(model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_co
                      pad_to_multiple_of=64):
     """The :class:`Generator` of ``model`` with these settings, made once: its compiled
     loop reads the model's variables when it runs, so later weights are used. A sampler
-    given as an object gets a Generator of its own (its state is the caller's)."""
-    if sampler is not None and not isinstance(sampler, str):
+    given as an object (its state is the caller's) gets a Generator of its own, kept as
+    long as the object is the model's (``NeMoTCausalLM.compile``'s sampler)."""
+    if sampler is not None and not isinstance(sampler, str) \
+            and sampler is not getattr(model, "sampler", None):
         return Generator(model, sampler, stop_token_ids, jit_compile, pad_to_multiple_of)
-    key = (sampler, tuple(int(t) for t in stop_token_ids), jit_compile, int(pad_to_multiple_of))
+    name = sampler if sampler is None or isinstance(sampler, str) else id(sampler)
+    key = (name, tuple(int(t) for t in stop_token_ids), jit_compile, int(pad_to_multiple_of))
     # Kept on the model itself, outside Keras' attribute tracking, so that they go with
     # it (a Generator refers to its model: a weak-keyed table would keep both alive).
     generators = vars(model).setdefault("_nemot_generators", {})

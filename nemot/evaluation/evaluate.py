@@ -250,7 +250,8 @@ def main(args):
         items = items[:args.limit]
     if not items:
         raise ConfigError(f"{args.dataset}/{args.split}: no examples found in {args.data_dir}")
-    model_name = f"{type(model).__name__} ({Path(args.checkpoint).name})"
+    # The architecture's name (NeMoT, GPT2Baseline), not its KerasHub task's class.
+    model_name = f"{type(model).__name__.removesuffix('CausalLM')} ({Path(args.checkpoint).name})"
     out = Path(args.out)
     if task == "lm":
         windows = args.window or [model.config.max_text_length]

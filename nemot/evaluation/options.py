@@ -18,7 +18,7 @@ REDUCTIONS = ("mean", "sum")
 DEFAULT_MAX_NEW_TOKENS = 32
 
 # Keras' registered names of the models evaluation decodes (nemot.models).
-EVALUATED_MODELS = ("nemot>NeMoT", "nemot>GPT2Baseline")
+EVALUATED_MODELS = ("nemot>NeMoTCausalLM", "nemot>GPT2BaselineCausalLM")
 # The paper reproductions' models, each scored by its own command as it trains.
 REPRODUCTIONS = {
     "nemot.pals": ("PALs", "nemot pals"),

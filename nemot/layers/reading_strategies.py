@@ -9,7 +9,7 @@
   order, AOI then highlighting, each applied once.
 
 The model applies them to the vanilla-set output (thesis) or right after the
-embeddings (``reading_strategy_position``); see ``nemot.models.nemot``.
+embeddings (``reading_strategy_position``); see ``nemot.models.nemot_backbone``.
 """
 
 import keras

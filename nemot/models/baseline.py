@@ -2,76 +2,80 @@
 
 import keras
 from keras import ops
+from keras_hub.models import Backbone
 
 from nemot import vocab
 from nemot.config import NeMoTConfig
 from nemot.layers.sets import VanillaSet
-from nemot.models.conventions import DatasetFitMixin, PresetMixin
 from nemot.models.gpt2 import GPT2_SIZES, config_from_gpt2, load_vanilla_set
-from nemot.models.losses import CombinedLossMixin, NeMoTLoss
-from nemot.models.nemot import as_config, text_masks
+from nemot.models.losses import NeMoTLoss
+from nemot.models.nemot_backbone import TextToTextInputs, as_config, text_masks, unpack_inputs
+from nemot.models.nemot_preprocessor import NeMoTPreprocessor
+from nemot.models.nemot_tokenizer import NeMoTTokenizer
+from nemot.models.task import TextToTextCausalLM
 from nemot.models.weights import count_weights
-from nemot.modulation.base import HostsModulations, task_index
+from nemot.modulation.base import Modulation, task_index
 
 
 @keras.saving.register_keras_serializable(package="nemot")
-class GPT2Baseline(PresetMixin, DatasetFitMixin, CombinedLossMixin, HostsModulations,
-                   keras.Model):
-    """GPT-2 and a new randomly initialised ``Dense(vocab_size)`` head.
+class GPT2BaselineBackbone(Backbone):
+    """GPT-2 (the vanilla set) on the text of NeMoT's input.
 
-    Takes the same input as NeMoT, ``{"token_ids": int [batch, 3 + n]}``; the
-    auxiliary tokens (mode and task included) are dropped and the last n
-    positions run through GPT-2 (the vanilla set, causal, padding masked) and the
-    head. Returns ``{"logits": [batch, n, vocab]}``. Default loss: ``L1 + 0.2 L2``,
-    no vanilla-set term. Cached decoding has NeMoT's interface (``init_cache``,
-    ``call_with_cache``), so the same decoders serve both.
+    Takes NeMoT's input, ``{"token_ids": int [batch, 3 + n]}``; the auxiliary tokens are
+    dropped (their task token still conditions the modulations a config hosts on the
+    ``vanilla`` set) and the last n positions run through GPT-2, causal, padding masked.
+    Returns ``{"hidden_states": [batch, n, d_model]}``.
 
     Args:
         config: a ``NeMoTConfig`` (or its dict); only the vanilla-set fields,
             ``vocab_size``, ``max_text_length`` and ``kernel_l2`` are used.
-
-    Example:
-        >>> model = build_baseline("tiny")
-        >>> model({"token_ids": ids})["logits"].shape   # (batch, n, 50313)
-        >>> model.compile(keras.optimizers.Adam(1e-5)); model.fit(dataset)
+        dtype: the dtype policy.
     """
 
-    loss_terms = ("task", "lm")
-    default_loss = NeMoTLoss(vanilla_weight=0)
+    def __init__(self, config, dtype=None, **kwargs):
+        cfg = as_config(config)
+        # === Layers ===
+        self.inputs_layer = TextToTextInputs(cfg, reads_aux_tokens=False, name="inputs",
+                                             dtype=dtype)
+        self.vanilla_set = VanillaSet(cfg, name="vanilla_set", dtype=dtype)
+        self.config = cfg
+        self.build_layers()
+        # === Functional model ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        aux_ids, text_ids, text_mask, _ = self.inputs_layer(token_ids)
+        super().__init__(inputs={"token_ids": token_ids},
+                         outputs={"hidden_states": self.text_output(aux_ids, text_ids,
+                                                                    text_mask)},
+                         dtype=dtype, **kwargs)
 
-    def __init__(self, config, **kwargs):
-        super().__init__(**kwargs)
-        self.config = as_config(config)
-        cfg = self.config
-        regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
-        self.vanilla_set = VanillaSet(cfg, name="vanilla_set")
-        self.head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
-                                       name="head")
-        self._init_loss_terms()
-
-    def build(self, input_shape=None):
+    def build_layers(self):
         self.vanilla_set.build(None)
-        self.head.build((None, None, self.config.d_model))
-        self.built = True
 
-    def call(self, inputs, training=None):
-        token_ids = ops.cast(inputs["token_ids"], "int32")
-        aux_ids, text_ids = token_ids[:, :vocab.NUM_AUX], token_ids[:, vocab.NUM_AUX:]
-        outputs, _ = self.forward(aux_ids, text_ids, ops.not_equal(text_ids, vocab.PAD_ID),
-                                  training=training)
-        return outputs
+    def text_output(self, aux_ids, text_ids, text_mask):
+        """The graph from the split ids to the hidden states: GPT-2 over the text."""
+        return self.vanilla_set(text_ids, text_mask, conditioning=self.conditioning(aux_ids))
 
-    def forward(self, aux_ids, text_ids, text_valid, cache=None, cache_update_index=0,
-                pos_tags=None, training=None):
-        """GPT-2 over the text (always causal), with an optional cache; see
-        :meth:`nemot.models.NeMoT.forward`."""
-        out = self.vanilla_set(text_ids, self.text_mask(text_ids, text_valid, cache_update_index),
-                               cache=cache and cache["vanilla"],
-                               cache_update_index=cache_update_index, training=training,
-                               conditioning=self.conditioning(aux_ids))
-        out, vanilla_cache = (out, None) if cache is None else out
-        new_cache = None if cache is None else {"vanilla": vanilla_cache}
-        return {"logits": self.head(out)}, new_cache
+    def call(self, inputs, training=None, mask=None):
+        if not isinstance(inputs, dict):
+            inputs = {"token_ids": inputs}
+        unpack_inputs(inputs, type(self).__name__)
+        return super().call(inputs, training=training, mask=mask)
+
+    def check_text_length(self, text_length):
+        self.inputs_layer.check_text_length(text_length)
+
+    def check_batch(self, token_ids):
+        """GPT-2 reads no mode and serves any task token: the text length only."""
+        self.inputs_layer.check_batch(token_ids)
+
+    @property
+    def token_embedding(self):
+        return self.vanilla_set.token_embedding
+
+    @property
+    def supports_cache(self):
+        return all(m.supports_cache for m in self._flatten_layers()
+                   if isinstance(m, Modulation))
 
     @staticmethod
     def text_mask(text_ids, text_valid, cache_update_index=0):
@@ -86,34 +90,88 @@ class GPT2Baseline(PresetMixin, DatasetFitMixin, CombinedLossMixin, HostsModulat
         return {"task_index": task_index(aux_ids[:, vocab.TASK_POSITION],
                                          self.config.task_token_ids)}
 
+    def parameter_breakdown(self):
+        """Parameters per component: ``vanilla_set``."""
+        return {"vanilla_set": count_weights(self.vanilla_set)}
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class GPT2BaselineTokenizer(NeMoTTokenizer):
+    """:class:`NeMoTTokenizer` of the baseline's presets (KerasHub finds a preset's
+    tokenizer class by its backbone)."""
+
+    backbone_cls = GPT2BaselineBackbone
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class GPT2BaselinePreprocessor(NeMoTPreprocessor):
+    """:class:`NeMoTPreprocessor` of the baseline's presets: the same format (the
+    baseline drops the auxiliary tokens)."""
+
+    backbone_cls = GPT2BaselineBackbone
+    tokenizer_cls = GPT2BaselineTokenizer
+
+
+@keras.saving.register_keras_serializable(package="nemot")
+class GPT2BaselineCausalLM(TextToTextCausalLM):
+    """The thesis' GPT-2 baseline: :class:`GPT2BaselineBackbone` and a new randomly
+    initialised ``Dense(vocab_size)`` head. Returns ``{"logits": [batch, n, vocab]}``.
+    Default loss: ``L1 + 0.2 L2``, no vanilla-set term. Cached decoding has NeMoT's
+    interface (``init_cache``, ``prefill``, ``call_with_cache``), so the same decoders serve
+    both.
+
+    Example:
+        >>> model = build_baseline("tiny")
+        >>> model({"token_ids": ids})["logits"].shape   # (batch, n, 50313)
+        >>> model.compile(keras.optimizers.Adam(1e-5)); model.fit(dataset)
+    """
+
+    backbone_cls = GPT2BaselineBackbone
+    preprocessor_cls = GPT2BaselinePreprocessor
+    loss_terms = ("task", "lm")
+    default_loss = NeMoTLoss(vanilla_weight=0)
+
+    def make_heads(self):
+        cfg = self.config
+        regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
+        self.head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
+                                       name="head", dtype=self.backbone.dtype_policy)
+
+    def heads(self, backbone_outputs):
+        return {"logits": self.head(backbone_outputs["hidden_states"])}
+
     def init_cache(self, batch_size, text_length, dtype=None):
         cfg = self.config
         return {"vanilla": ops.zeros(
             (batch_size, cfg.num_vanilla_layers, 2, text_length, cfg.num_heads,
              cfg.d_model // cfg.num_heads), dtype or self.compute_dtype)}
 
-    def call_with_cache(self, aux_ids, text_ids, cache, cache_update_index, text_valid,
-                        pos_tags=None):
-        outputs, cache = self.forward(aux_ids, text_ids, text_valid, cache=cache,
-                                      cache_update_index=cache_update_index)
-        return outputs["logits"], cache
+    def prefill(self, aux_ids, text_ids, cache, text_valid):
+        return self.call_with_cache(aux_ids, text_ids, cache, 0, text_valid)
+
+    def call_with_cache(self, aux_ids, text_ids, cache, cache_update_index, text_valid):
+        backbone = self.backbone
+        if not backbone.supports_cache:
+            raise ValueError(f"{type(backbone).__name__} keeps no key/value cache: decode by "
+                             "recomputation (supports_cache is False)")
+        out, vanilla_cache = backbone.vanilla_set(
+            text_ids, backbone.text_mask(text_ids, text_valid, cache_update_index),
+            cache=cache["vanilla"], cache_update_index=cache_update_index,
+            conditioning=backbone.conditioning(aux_ids))
+        return self.head(out), {"vanilla": vanilla_cache}
 
     def parameter_breakdown(self):
-        """Parameters of the baseline: ``vanilla_set``, ``head`` and ``total``."""
-        parts = {"vanilla_set": count_weights(self.vanilla_set),
-                 "head": count_weights(self.head)}
+        """Parameters of the baseline: ``vanilla_set``, ``head`` and ``total`` (and the
+        backbone's other components, if it has any)."""
+        parts = {**self.backbone.parameter_breakdown(), "head": count_weights(self.head)}
         parts["total"] = sum(parts.values())
         return parts
 
-    def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
-
     @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
-    @staticmethod
-    def config_for_preset(name):
+    def config_for_preset(cls, name):
         """The config a preset name stands for (``from_preset``): :func:`baseline_config`."""
         return baseline_config(name)
 
@@ -129,7 +187,7 @@ def baseline_config(name="gpt2_medium"):
 
 
 def build_baseline(config_or_preset=None, gpt2=None, seed=None):
-    """Build a ``GPT2Baseline`` whose weights exist.
+    """Build a :class:`GPT2BaselineCausalLM` whose weights exist.
 
     Args:
         config_or_preset: a ``NeMoTConfig`` (or dict) or a preset name for
@@ -149,8 +207,7 @@ def build_baseline(config_or_preset=None, gpt2=None, seed=None):
         config = baseline_config(config_or_preset)
     else:
         config = as_config(config_or_preset)
-    model = GPT2Baseline(config)
-    model.build()
+    model = GPT2BaselineCausalLM.from_config_object(config)
     if gpt2 is not None:
         load_vanilla_set(model, gpt2, seed=seed)
     return model

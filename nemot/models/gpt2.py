@@ -17,7 +17,7 @@ normal with standard deviation 0.02.
 Example:
     >>> cfg = config_from_gpt2("gpt2_base_en", NeMoTConfig.preset("thesis"))
     >>> model = nemot.build_model(cfg, gpt2="gpt2_base_en")
-    >>> export_vanilla_set(model, "exported_gpt2")      # a Hugging Face GPT-2 dir
+    >>> export_vanilla_set(model, "exported_gpt2")  # a Hugging Face GPT-2 dir, tokenizer too
 """
 
 import json
@@ -216,9 +216,9 @@ def load_gpt2_backbone(source):
 
 
 def load_vanilla_set(model, source, seed=None):
-    """Initialise ``model.vanilla_set`` from GPT-2 weights (docs/spec.md §2.1).
+    """Initialise ``model.backbone.vanilla_set`` from GPT-2 weights (docs/spec.md §2.1).
 
-    Works for any model with ``config`` and ``vanilla_set`` (NeMoT, the GPT-2
+    Works for any task whose backbone has a ``vanilla_set`` (NeMoT, the GPT-2
     baseline). The checkpoint's word-embedding rows are copied; the rows it
     lacks (the 56 added tokens) are drawn from a truncated normal, stddev 0.02.
 
@@ -232,12 +232,12 @@ def load_vanilla_set(model, source, seed=None):
         ``model``.
 
     Example:
-        >>> model = NeMoT(cfg); model.build(); load_vanilla_set(model, "gpt2_base_en")
+        >>> load_vanilla_set(nemot.build_model(cfg), "gpt2_base_en")
     """
     sizes = gpt2_sizes(source)
     check_sizes(model.config, sizes, source)
     backbone = load_gpt2_backbone(source)
-    vanilla_set = model.vanilla_set
+    vanilla_set = model.backbone.vanilla_set
     for hub_variable, variable in _paired_weights(backbone, vanilla_set):
         _copy(hub_variable, variable)
     embeddings = vanilla_set.token_embedding.embeddings
@@ -251,18 +251,25 @@ def load_vanilla_set(model, source, seed=None):
 
 
 def export_vanilla_set(model, out_dir):
-    """Write ``model.vanilla_set`` as a Hugging Face GPT-2 checkpoint directory.
+    """Write ``model.backbone.vanilla_set`` as a Hugging Face GPT-2 checkpoint directory.
 
-    ``config.json`` + ``model.safetensors`` (``GPT2LMHeadModel`` key names,
-    head tied to ``wte``), vocabulary rows 0..50256 only: the added tokens
-    are NeMoT's own. ``n_inner`` carries ``d_ff``, so a vanilla set whose
-    feed-forward width is not GPT-2's ``4 * d_model`` (the ``tiny`` preset) loads
-    back. Loadable by ``load_vanilla_set``, KerasHub and
-    ``transformers``.
+    ``config.json`` + ``model.safetensors`` (``GPT2LMHeadModel`` key names, head tied to
+    ``wte``), vocabulary rows 0..50256 only (the added tokens are NeMoT's own), and GPT-2's
+    tokenizer files: ``vocab.json``, ``merges.txt``, ``tokenizer_config.json`` and
+    ``special_tokens_map.json``, what ``transformers.GPT2TokenizerFast.from_pretrained``
+    and KerasHub's ``GPT2CausalLM.from_preset`` read.
+
+    Which loaders read it: a vanilla set of GPT-2's shape (``d_ff = 4 * d_model``) loads in
+    ``transformers``, KerasHub (``GPT2CausalLM.from_preset``) and
+    :func:`load_vanilla_set`. Another feed-forward width (the ``tiny`` preset's) is carried
+    by ``n_inner``, which ``transformers`` and :func:`load_vanilla_set` read; KerasHub's
+    converter ignores it (it assumes ``4 * n_embd``) and loads such a directory only with
+    ``intermediate_dim=`` given: ``GPT2Backbone.from_preset(dir, intermediate_dim=d_ff)``.
+    The export warns then.
 
     Args:
-        model: a model with ``config`` and ``vanilla_set`` (NeMoT, the
-            baseline), or the path of one saved as a ``.keras`` file.
+        model: a task whose backbone has a vanilla set (NeMoT, the baseline), or the
+            path of one saved as a ``.keras`` file.
         out_dir: directory to write (created if missing).
 
     Returns:
@@ -271,6 +278,8 @@ def export_vanilla_set(model, out_dir):
     Example:
         >>> export_vanilla_set("checkpoints/nemot.keras", "gpt2_from_nemot")
     """
+    import warnings
+
     from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
 
     if isinstance(model, (str, os.PathLike)):
@@ -279,14 +288,15 @@ def export_vanilla_set(model, out_dir):
                              "(keras.Model.save), or the model itself")
         model = keras.saving.load_model(model, compile=False)
     cfg = model.config
+    vanilla_set = model.backbone.vanilla_set
     check_gpt2_layout(cfg, f"export of the vanilla set to {out_dir}")
     backbone = GPT2Backbone(
         vocabulary_size=vocab.GPT2_VOCAB_SIZE, num_layers=cfg.num_vanilla_layers,
         num_heads=cfg.num_heads, hidden_dim=cfg.d_model, intermediate_dim=cfg.d_ff,
         dropout=cfg.dropout, max_sequence_length=cfg.max_position_embeddings)
-    for hub_variable, variable in _paired_weights(backbone, model.vanilla_set):
+    for hub_variable, variable in _paired_weights(backbone, vanilla_set):
         _copy(variable, hub_variable)
-    rows = ops.convert_to_numpy(model.vanilla_set.token_embedding.embeddings)
+    rows = ops.convert_to_numpy(vanilla_set.token_embedding.embeddings)
     backbone.token_embedding.embeddings.assign(rows[: vocab.GPT2_VOCAB_SIZE])
     out_dir = Path(out_dir)
     backbone.export_to_transformers(str(out_dir))
@@ -296,4 +306,29 @@ def export_vanilla_set(model, out_dir):
     hf_config.update(layer_norm_epsilon=cfg.layer_norm_epsilon,
                      architectures=["GPT2LMHeadModel"], n_ctx=cfg.max_position_embeddings)
     config_file.write_text(json.dumps(hf_config, indent=2))
+    write_gpt2_tokenizer(out_dir, cfg.max_position_embeddings)
+    if cfg.d_ff != 4 * cfg.d_model:
+        warnings.warn(
+            f"{out_dir}: d_ff={cfg.d_ff} is not 4 * d_model={4 * cfg.d_model}; its n_inner "
+            "loads in transformers and nemot, while KerasHub's GPT2 loaders need "
+            f"intermediate_dim={cfg.d_ff} passed to from_preset", UserWarning, stacklevel=2)
     return out_dir
+
+
+def write_gpt2_tokenizer(out_dir, max_length):
+    """GPT-2's tokenizer files in ``out_dir``: the BPE vocabulary and merges nemot's
+    tokenizer reads (GPT-2's own 50,257 tokens; nemot's added tokens are not part of an
+    exported GPT-2) and the configs ``transformers`` reads beside them."""
+    import shutil
+
+    from nemot.data.tokenizer import default_files
+
+    vocabulary, merges = default_files()
+    shutil.copyfile(vocabulary, Path(out_dir) / "vocab.json")
+    shutil.copyfile(merges, Path(out_dir) / "merges.txt")
+    end = "<|endoftext|>"
+    special = {"bos_token": end, "eos_token": end, "unk_token": end}
+    (Path(out_dir) / "special_tokens_map.json").write_text(json.dumps(special, indent=2))
+    (Path(out_dir) / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "GPT2Tokenizer", "model_max_length": int(max_length),
+         "add_prefix_space": False, **special}, indent=2))

@@ -16,11 +16,9 @@ its own count of target tokens over the **global** batch: under a
 JAX, ``keras.distribution`` computes the loss on the global batch already).
 Targets equal to ``nemot.vocab.IGNORE_ID`` do not count.
 
-The loss lives with the models (as KerasHub keeps a task's default loss with the
-task model): ``model.compile(optimizer)`` uses the model's ``default_loss``.
+The loss lives with the task models (as KerasHub keeps a task's default loss with
+the task): ``model.compile(optimizer)`` uses the task's ``default_loss``.
 """
-
-import dataclasses
 
 import keras
 from keras import ops
@@ -63,9 +61,13 @@ def masked_cross_entropy(targets, logits):
     return ops.sum(ce * valid), ops.sum(valid)
 
 
-@dataclasses.dataclass(frozen=True)
-class NeMoTLoss:
+@keras.saving.register_keras_serializable(package="nemot")
+class NeMoTLoss(keras.losses.Loss):
     """Weights of the three terms; a weight of 0 switches its term off.
+
+    The default loss of nemot's causal LMs (``model.compile(optimizer)``); a Keras
+    ``Loss``, so a compiled model saves and reloads with it. The task models read its
+    terms (:meth:`terms`) in their ``compute_loss``, with one metric per active term.
 
     Examples:
         >>> NeMoTLoss()                              # general / fine-tuning: 1, 0.2, 0.5
@@ -73,14 +75,29 @@ class NeMoTLoss:
         >>> NeMoTLoss(vanilla_weight=0)              # GPT-2 baseline: L1 + 0.2 L2
     """
 
-    task_weight: float = 1.0
-    lm_weight: float = 0.2
-    vanilla_weight: float = 0.5
+    def __init__(self, task_weight=1.0, lm_weight=0.2, vanilla_weight=0.5, name="nemot_loss",
+                 **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.task_weight = float(task_weight)
+        self.lm_weight = float(lm_weight)
+        self.vanilla_weight = float(vanilla_weight)
 
     def weights(self):
         """``{"task": w1, "lm": w2, "vanilla": w3}``."""
         return {"task": self.task_weight, "lm": self.lm_weight,
                 "vanilla": self.vanilla_weight}
+
+    def __eq__(self, other):
+        if not isinstance(other, NeMoTLoss):
+            return NotImplemented
+        return self.weights() == other.weights()
+
+    def __hash__(self):
+        return hash(tuple(self.weights().values()))
+
+    def __repr__(self):
+        return (f"NeMoTLoss(task_weight={self.task_weight}, lm_weight={self.lm_weight}, "
+                f"vanilla_weight={self.vanilla_weight})")
 
     def terms(self, y, y_pred):
         """Per-replica contributions ``{term: sum / global count}`` of the active terms."""
@@ -103,12 +120,19 @@ class NeMoTLoss:
             result[term] = (weight, total / ops.maximum(global_sum(count), 1.0))
         return result
 
-    def __call__(self, y, y_pred, tracker=None):
+    def __call__(self, y, y_pred, sample_weight=None, tracker=None):
         """The weighted loss of this replica; per-term values go to ``tracker``'s metrics."""
         terms = self.terms(y, y_pred)
         if tracker is not None:
             _track(tracker, {name: value for name, (_, value) in terms.items()})
         return sum(weight * value for weight, value in terms.values())
+
+    def call(self, y_true, y_pred):
+        return self(y_true, y_pred)
+
+    def get_config(self):
+        return {**super().get_config(), **{f"{term}_weight": weight
+                                          for term, weight in self.weights().items()}}
 
 
 def _track(model, values):
@@ -121,81 +145,6 @@ def _track(model, values):
     for name, value in values.items():
         # Each replica holds sum/global_count; the metric averages replicas.
         trackers[name].update_state(value * replicas)
-
-
-class CombinedLossMixin:
-    """``compile``/``compute_loss`` with a ``NeMoTLoss`` and one metric per active term.
-
-    A model sets ``loss_terms`` (the terms it can produce) and ``default_loss``, and
-    calls ``_init_loss_terms()`` in ``__init__``. ``compile`` records which terms are
-    active: only their metrics are logged, and the model may skip outputs no active
-    term reads (:meth:`needs_output`). The loss is part of the compile config, so a
-    model loaded from a ``.keras`` file is compiled as it was saved and can ``fit`` on.
-    """
-
-    loss_terms = ("task", "lm", "vanilla")
-    default_loss = NeMoTLoss()
-
-    def _init_loss_terms(self):
-        self.nemot_loss = None
-        self._loss_term_trackers = {
-            term: keras.metrics.Mean(name=f"{term}_loss") for term in self.loss_terms
-        }
-
-    def compile(self, optimizer="adam", loss=None, **kwargs):
-        """``loss`` is a :class:`NeMoTLoss` (default: the model's ``default_loss``)."""
-        loss = loss if loss is not None else self.default_loss
-        if not isinstance(loss, NeMoTLoss):
-            raise TypeError(f"loss={loss!r}: expected a nemot NeMoTLoss (its weights switch "
-                            "the three terms of thesis eq. 3.17)")
-        self.nemot_loss = loss
-        self._on_compile_loss(loss)
-        super().compile(optimizer=optimizer, **kwargs)
-        if self.built and not self.optimizer.built:
-            # Slots made now, not in the first train step: a tf.function that creates
-            # variables is traced twice, and NeMoT's train step takes ~20 s to trace on
-            # a CPU. The trainable set is fixed here (freeze layers before compiling),
-            # as Keras fixes it when compiling under a distribution strategy.
-            self.optimizer.build(self.trainable_variables)
-
-    def _on_compile_loss(self, loss):
-        """Hook for models whose layers depend on the active terms."""
-
-    def needs_output(self, term):
-        """Whether the compiled loss reads ``term``'s output (True before compile)."""
-        return self.nemot_loss is None or bool(self.nemot_loss.weights()[term])
-
-    @property
-    def metrics(self):
-        inactive = [tracker for term, tracker in self._loss_term_trackers.items()
-                    if not self.needs_output(term)]
-        return [m for m in super().metrics if all(m is not t for t in inactive)]
-
-    def get_compile_config(self):
-        config = super().get_compile_config()
-        if config and self.nemot_loss is not None:
-            config["nemot_loss"] = dataclasses.asdict(self.nemot_loss)
-        return config
-
-    def compile_from_config(self, config):
-        from keras.src.saving import serialization_lib
-
-        config = dict(config)
-        loss = config.pop("nemot_loss", None)
-        config.pop("loss", None)
-        config = serialization_lib.deserialize_keras_object(config)
-        self.compile(loss=NeMoTLoss(**loss) if loss else None, **config)  # builds the optimizer
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        if self.nemot_loss is None:
-            raise ValueError("compile the model first: model.compile(optimizer, "
-                             "loss=nemot.NeMoTLoss(...))")
-        total = self.nemot_loss(y, y_pred, tracker=self)
-        if self.losses:
-            from keras.src.losses.loss import scale_loss_for_distribution
-
-            total = total + scale_loss_for_distribution(ops.sum(self.losses))
-        return total
 
 
 HEAD_KINDS = ("classes", "binary", "regression")

@@ -1,7 +1,7 @@
 """Model names of run configs and the command line -> the function that builds them."""
 
 from nemot.models.baseline import build_baseline
-from nemot.models.nemot import build_model
+from nemot.models.nemot_causal_lm import build_model
 
 BUILDERS = {"nemot": build_model, "gpt2_baseline": build_baseline}
 MODEL_NAMES = tuple(BUILDERS)

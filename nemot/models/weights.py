@@ -1,6 +1,6 @@
 """Moving weights between models by name: counts, partial loading, pretrained starts.
 
-Weights are matched by their path without the model's own name (:func:`weight_key`) and
+Weights are matched by their path (:func:`weight_key`) and
 grouped by **component**, the model's top-level layer a weight belongs to
 (``vanilla_set``, ``neuromodulatory_set``, ``output_set``, ``head``, ``vanilla_head``,
 ``aux_embedding``, ``reading_strategies`` ...), so that a partial start reports and refuses
@@ -19,9 +19,10 @@ def count_weights(layer):
 
 
 def weight_key(variable):
-    """A variable's path without the model's own name (``ne_mo_t``, ``ne_mo_t_1`` ...),
-    so that the same weight matches across two instances."""
-    return variable.path.split("/", 1)[-1]
+    """A variable's path (``vanilla_set/transformer_layer_0/.../kernel``): the layers of
+    nemot's backbones and heads have fixed names, and a functional model's paths start at
+    its layers, so the same weight has the same key in two instances."""
+    return variable.path
 
 
 def component(key):

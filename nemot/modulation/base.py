@@ -179,17 +179,6 @@ class DenseModulation(Modulation):
         return self.add_bias(ops.einsum(self.equation, x, kernel))
 
 
-class HostsModulations:
-    """Mixin of models whose stacks host modulations."""
-
-    @property
-    def supports_cache(self):
-        """False when a hosted modulation keeps no key/value cache (PALs): such a model
-        decodes by recomputation (``nemot.evaluation.decoding``)."""
-        return all(m.supports_cache for m in self._flatten_layers()
-                   if isinstance(m, Modulation))
-
-
 def require(conditioning, key, who):
     """``conditioning[key]``, or a clear error naming the modulation that needed it."""
     if not conditioning or conditioning.get(key) is None:

@@ -84,7 +84,7 @@ class RunConfig:
                        for k, v in dataclasses.asdict(self.data).items() if v is not None}
         out["train"] = {k: v for k, v in dataclasses.asdict(self.train).items() if v is not None}
         out["schedule"] = dict(self.schedule)
-        out["loss"] = dataclasses.asdict(self.loss)
+        out["loss"] = {f"{term}_weight": weight for term, weight in self.loss.weights().items()}
         return out
 
 

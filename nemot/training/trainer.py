@@ -124,7 +124,7 @@ def examples_source(train_examples, *, batch_size, max_text_length, seed=0, step
 
 def copy_output_block(model, source="lm", targets=("mqa", "gqa")):
     """Initialise output blocks ``targets`` with block ``source``'s weights (thesis §3.5.3)."""
-    blocks = model.output_set.blocks
+    blocks = model.backbone.output_set.blocks
     for name in targets:
         if name not in blocks:
             raise ValueError(f"output block {name!r} is not in the model's "

@@ -11,7 +11,11 @@ import keras
 import numpy as np
 import pytest
 
-from nemot import runs, runs_cli, vocab
+from nemot import vocab
+
+from nemot.experiments import cli as runs_cli
+
+from nemot.experiments import protocol, report as reporting
 from nemot.compare import experiment as compare
 from nemot.compare import pool
 from nemot.data.minbert import Rows
@@ -46,9 +50,9 @@ def strict_json(path):
 
 def test_the_whole_comparison_at_tiny_size(tmp_path):
     data_dir = write_minbert_layout(tmp_path / "minbert")
-    out = runs.run_config(MINBERT, overrides=tiny(data_dir, tmp_path / "out"),
+    out = protocol.run_config(MINBERT, overrides=tiny(data_dir, tmp_path / "out"),
                           log=lambda line: None)
-    runs.write_report(out)
+    reporting.write_report(out)
     for variant in VARIANTS:
         metrics = json.loads((out / variant / "seed0" / "metrics.json").read_text())
         assert list(metrics) == METRICS, variant
@@ -180,7 +184,7 @@ def test_config_errors_name_the_file_and_key(tmp_path):
 def test_every_variant_of_the_thesis_pool_config_builds_at_tiny_size():
     overrides = ['model.preset="tiny"', 'gpt2=""', "variants.pals.hidden_size=6",
                  "variants.hypergrid.grid=[4, 8]"]
-    module, experiment = runs.load(POOL, overrides)
+    module, experiment = protocol.load(POOL, overrides)
     assert module is compare and isinstance(experiment, pool.Experiment)
     assert compare.variants(experiment) == VARIANTS
     ids = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(task), 5, 6, 7]

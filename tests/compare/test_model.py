@@ -208,11 +208,10 @@ def test_gpt2_reads_the_task_token_and_stays_causal(changes):
 
 
 def test_gpt2_without_a_mechanism_is_the_thesis_baseline():
-    from nemot.models.baseline import GPT2Baseline
+    from nemot.models.baseline import build_baseline
 
     model = gpt2_model()
-    baseline = GPT2Baseline(model.config)
-    baseline.build()
+    baseline = build_baseline(model.config)
     for a, b in zip(baseline.weights, model.weights, strict=True):
         a.assign(b)
     ids = token_ids(("mqa", "gqa"), [[5, 6, 7, 8]] * 2)

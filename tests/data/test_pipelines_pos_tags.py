@@ -144,11 +144,11 @@ def test_a_highlighting_model_trains_on_a_tagged_qa_dataset(raw_dirs, tok, tagge
     ds = qa_dataset("race", "train", data_dir=raw_dirs["race"], batch_size=2, max_text_length=N,
                     task_token="lm", tokenizer=tok, pos_tagger=pos_tagger_for(cfg, tagger.tagger,
                                                                               tok))
-    before = np.array(model.reading_strategies.highlighting.weights[0])
+    before = np.array(model.backbone.reading_strategies.highlighting.weights[0])
     history = model.fit(ds, epochs=3, steps_per_epoch=2, verbose=0)
     losses = history.history["loss"]
     assert np.isfinite(losses).all() and losses[-1] < losses[0]
-    after = np.array(model.reading_strategies.highlighting.weights[0])
+    after = np.array(model.backbone.reading_strategies.highlighting.weights[0])
     # Only categories that occur in the data get a gradient.
     changed = np.abs(after - before).max(axis=1) > 0
     seen = np.unique(np.concatenate([r[3] for r in tagged_rows(ds, 2)]))

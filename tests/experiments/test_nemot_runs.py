@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from nemot import runs
+from nemot.experiments import protocol, report as reporting
 from nemot.experiments import nemot_runs as experiment
 from tests.data import fixtures
 
@@ -14,7 +14,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 def test_the_variants_differ_in_their_values_only():
     exp = experiment.load(CONFIGS / "nemot" / "race_modulation.toml")
-    assert runs.experiment_module("nemot") is experiment
+    assert protocol.experiment_module("nemot") is experiment
     configs = {v: experiment.run_config(exp, v, 3) for v in experiment.variants(exp)}
     assert list(configs) == ["thesis", "pre", "post"]
     assert configs["thesis"].model.modulation == ()
@@ -52,10 +52,10 @@ def test_nemot_runs_trains_two_variants_and_reports(tmp_path):
         "overrides = [" + ", ".join(f'"{o}"' for o in overrides) + "]\n"
         "[variants.thesis]\n[variants.gain.model]\n"
         'modulation = [{ kind = "modulated_ffn", sets = ["output"] }]\n')
-    out = runs.run_config(path, log=lambda *a: None)
+    out = protocol.run_config(path, log=lambda *a: None)
     for variant in ("thesis", "gain"):
-        metrics = json.loads((out / variant / "seed0" / runs.METRICS).read_text())
+        metrics = json.loads((out / variant / "seed0" / protocol.METRICS).read_text())
         assert 0 <= metrics["val_metric"] <= 1 and metrics["val_loss"] > 0
-    report, data = runs.report(out)
+    report, data = reporting.report(out)
     assert "| thesis |" in report and "| gain |" in report
     assert all(set(data["summary"][v]) >= {"val_metric", "val_loss"} for v in ("thesis", "gain"))

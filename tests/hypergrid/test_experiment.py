@@ -243,10 +243,10 @@ def test_data_sources_are_checked_and_reach_the_readers(tmp_path, monkeypatch):
 
 
 def test_the_synthetic_smoke_config_is_marked_so_its_reports_show_no_paper_numbers():
-    from nemot import runs
+    from nemot.experiments import protocol
 
     tiny = CONFIGS[0].parent / "tiny.toml"
-    module, experiment = runs.load(tiny)
-    assert runs.is_synthetic(module, experiment, tiny)
+    module, experiment = protocol.load(tiny)
+    assert protocol.is_synthetic(module, experiment, tiny)
     table4 = CONFIGS[0].parent / "table4.toml"
-    assert not runs.is_synthetic(*runs.load(table4), table4)
+    assert not protocol.is_synthetic(*protocol.load(table4), table4)

@@ -105,7 +105,7 @@ def test_cached_decoding_equal(models):
     for model in models:
         cache = model.init_cache(1, 16)
         valid = np.arange(16)[None] < text.shape[1]
-        step, cache = model.call_with_cache(aux, text, cache, 0, valid)
+        step, cache = model.prefill(aux, text, cache, valid)
         nxt, _ = model.call_with_cache(aux, text[:, -1:], cache, text.shape[1], valid)
         logits += [np.concatenate([ops.convert_to_numpy(step), ops.convert_to_numpy(nxt)], 1)]
     np.testing.assert_allclose(logits[0], logits[1], atol=1e-5)

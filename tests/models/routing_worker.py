@@ -43,7 +43,7 @@ def _state(model, block):
     """Weights and Adam slots of one block, by name."""
     optimizer = model.optimizer
     out = {}
-    for v in model.output_set.blocks[block].trainable_variables:
+    for v in model.backbone.output_set.blocks[block].trainable_variables:
         index = optimizer._get_variable_index(v)
         out[v.path] = np.array(v.numpy())
         out[v.path + "/m"] = np.array(optimizer._momentums[index].numpy())
@@ -55,14 +55,16 @@ def _change(a, b):
     return float(max(np.abs(a[k] - b[k]).max() for k in a))
 
 
-def block_update_report(scope=contextlib.nullcontext(), replica_copies=None, fused=False):
+def block_update_report(scope=contextlib.nullcontext(), replica_copies=None, fused=False,
+                        model=None):
     """Two steps: ``[lm, lm, mqa, mqa]`` (with two replicas, each sees one task), then
     ``[lm] * 4``. Returns each block's largest change of weights or slots per step, and
     (``replica_copies(variable)`` -> arrays) the largest difference between replicas."""
     from nemot import vocab
 
-    with scope:
-        model = tiny_model(fused)
+    if model is None:
+        with scope:
+            model = tiny_model(fused)
     rng = np.random.default_rng(0)
     text = rng.integers(0, 1000, (4, 8)).astype("int32")
     y = {"task_targets": np.roll(text, -1, 1), "lm_targets": np.roll(text, -1, 1)}

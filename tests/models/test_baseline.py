@@ -9,9 +9,8 @@ import pytest
 import nemot
 from nemot import vocab
 from nemot.models import registry
-from nemot.models.baseline import GPT2Baseline, baseline_config, build_baseline
+from nemot.models.baseline import GPT2BaselineCausalLM, baseline_config, build_baseline
 from nemot.models.losses import NeMoTLoss
-from nemot.models.nemot import NeMoT
 from tests.models.gpt2_checkpoint import TINY_GPT2, padded_text_ids
 
 TINY = nemot.NeMoTConfig.preset("tiny")
@@ -36,7 +35,7 @@ def test_baseline_drops_the_auxiliary_tokens(baseline):
     assert logits.shape == (3, 12, vocab.VOCAB_SIZE)
     other_aux = [vocab.CLS_ID, vocab.ENC_ID, vocab.ADDED_TOKEN_IDS["<mqa>"]]
     np.testing.assert_array_equal(logits, baseline({"token_ids": with_aux(text, other_aux)})["logits"])
-    direct = baseline.head(baseline.vanilla_set(text)).numpy()
+    direct = baseline.head(baseline.backbone.vanilla_set(text)).numpy()
     np.testing.assert_allclose(logits, direct, atol=1e-5)
 
 
@@ -108,7 +107,7 @@ def test_baseline_cached_decoding_equals_recomputation(baseline):
     valid = np.zeros((1, n), bool)
     valid[0, :7] = True
     aux = np.asarray([AUX], "int32")
-    logits, cache = baseline.call_with_cache(aux, text[:, :4], cache, 0, valid)
+    logits, cache = baseline.prefill(aux, text[:, :4], cache, valid)
     np.testing.assert_allclose(logits.numpy(), full[:, :4], atol=1e-5)
     for index in range(4, 7):
         logits, cache = baseline.call_with_cache(aux, text[:, index:index + 1], cache, index,
@@ -117,12 +116,12 @@ def test_baseline_cached_decoding_equals_recomputation(baseline):
 
 
 def test_baseline_is_serialisable(baseline, tmp_path):
-    clone = GPT2Baseline.from_config(baseline.get_config())
+    clone = GPT2BaselineCausalLM.from_config(baseline.get_config())
     assert clone.config == baseline.config
     path = tmp_path / "baseline.keras"
     baseline.save(path)
     loaded = keras.saving.load_model(path, compile=False)
-    assert isinstance(loaded, GPT2Baseline)
+    assert isinstance(loaded, GPT2BaselineCausalLM)
     x = {"token_ids": with_aux(padded_text_ids())}
     np.testing.assert_allclose(loaded(x)["logits"], baseline(x)["logits"], atol=1e-6)
 
@@ -151,8 +150,8 @@ def test_baseline_config_file_matches_the_preset():
 
 
 def test_model_factory():
-    assert isinstance(registry.build("nemot", TINY), NeMoT)
-    assert isinstance(registry.build("gpt2_baseline", TINY), GPT2Baseline)
+    assert isinstance(registry.build("nemot", TINY), nemot.NeMoTCausalLM)
+    assert isinstance(registry.build("gpt2_baseline", TINY), GPT2BaselineCausalLM)
     with pytest.raises(ValueError, match="expected one of \\('nemot', 'gpt2_baseline'\\)"):
         registry.build("bert", TINY)
     with pytest.raises(ValueError, match="unknown baseline preset 'gpt3'"):

@@ -16,7 +16,6 @@ from safetensors.numpy import load_file
 import nemot
 from nemot import vocab
 from nemot.models import gpt2, registry
-from nemot.models.nemot import NeMoT
 from tests.models.gpt2_checkpoint import TINY_GPT2, padded_text_ids, write_tiny_gpt2
 
 TINY = nemot.NeMoTConfig.preset("tiny")
@@ -79,7 +78,7 @@ def test_vanilla_set_equals_keras_hub_gpt2(model_name, source, request):
     model = registry.build(model_name, gpt2.config_from_gpt2(path, TINY), gpt2=path)
     ids = padded_text_ids()
     expected, valid = keras_hub_output(path, ids)
-    ours = keras.ops.convert_to_numpy(model.vanilla_set(ids))
+    ours = keras.ops.convert_to_numpy(model.backbone.vanilla_set(ids))
     assert ours.shape == expected.shape
     np.testing.assert_allclose(ours[valid], expected[valid], atol=1e-5)
     assert np.abs(expected[valid]).std() > 0.1  # the comparison is not between near-zeros
@@ -87,7 +86,7 @@ def test_vanilla_set_equals_keras_hub_gpt2(model_name, source, request):
 
 def test_weights_follow_the_hugging_face_layout(loaded_nemot, hf_dir):
     hf = load_file(str(hf_dir / "model.safetensors"))
-    vanilla = loaded_nemot.vanilla_set
+    vanilla = loaded_nemot.backbone.vanilla_set
     layer = vanilla.transformer_layers[1]
     attention = layer.self_attention
     c_attn = hf["h.1.attn.c_attn.weight"]
@@ -110,7 +109,7 @@ def test_weights_follow_the_hugging_face_layout(loaded_nemot, hf_dir):
 
 
 def test_vocabulary_is_resized_with_truncated_normal_rows(loaded_nemot, hf_dir):
-    table = loaded_nemot.vanilla_set.token_embedding.embeddings.numpy()
+    table = loaded_nemot.backbone.vanilla_set.token_embedding.embeddings.numpy()
     assert table.shape == (vocab.VOCAB_SIZE, D)
     np.testing.assert_array_equal(table[:vocab.GPT2_VOCAB_SIZE],
                                   load_file(str(hf_dir / "model.safetensors"))["wte.weight"])
@@ -141,7 +140,7 @@ def test_original_attention_compat_still_starts_from_gpt2(hf_dir, tiny_config):
     compat = tiny_config.replace(compat_values_use_key_weights=True)
     gpt2.check_sizes(compat, gpt2.gpt2_sizes(hf_dir), hf_dir)
     model = nemot.build_model(compat, gpt2=hf_dir)
-    assert model.vanilla_set.transformer_layers[0].self_attention.value_dense.kernel.shape[0] == D
+    assert model.backbone.vanilla_set.transformer_layers[0].self_attention.value_dense.kernel.shape[0] == D
 
 
 def test_bad_sources_give_clear_errors(tmp_path, hf_dir):
@@ -167,7 +166,9 @@ def test_bad_sources_give_clear_errors(tmp_path, hf_dir):
 
 def test_export_round_trip(loaded_nemot, tiny_config, hf_dir, tmp_path):
     out = gpt2.export_vanilla_set(loaded_nemot, tmp_path / "exported")
-    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "config.json", "merges.txt", "model.safetensors", "special_tokens_map.json",
+        "tokenizer_config.json", "vocab.json"]
     config = json.loads((out / "config.json").read_text())
     assert (config["model_type"], config["vocab_size"], config["n_embd"], config["n_layer"]) == (
         "gpt2", vocab.GPT2_VOCAB_SIZE, D, LAYERS)
@@ -177,37 +178,52 @@ def test_export_round_trip(loaded_nemot, tiny_config, hf_dir, tmp_path):
     assert sorted(exported) == sorted("transformer." + key for key in original)
     np.testing.assert_array_equal(
         exported["transformer.wte.weight"],
-        loaded_nemot.vanilla_set.token_embedding.embeddings.numpy()[:vocab.GPT2_VOCAB_SIZE])
+        loaded_nemot.backbone.vanilla_set.token_embedding.embeddings.numpy()[:vocab.GPT2_VOCAB_SIZE])
 
     reloaded = gpt2.load_vanilla_set(nemot.build_model(tiny_config), out, seed=3)
-    before, after = loaded_nemot.vanilla_set.weights, reloaded.vanilla_set.weights
-    def names(weights):  # paths below the model's own (auto-numbered) name
-        return [w.path.split("/", 1)[1] for w in weights]
-
-    assert names(before) == names(after)
+    before, after = loaded_nemot.backbone.vanilla_set.weights, reloaded.backbone.vanilla_set.weights
+    assert [w.path for w in before] == [w.path for w in after]
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
 
     ids = padded_text_ids(seed=1)
     expected, valid = keras_hub_output(out, ids)
-    ours = keras.ops.convert_to_numpy(loaded_nemot.vanilla_set(ids))
+    ours = keras.ops.convert_to_numpy(loaded_nemot.backbone.vanilla_set(ids))
     np.testing.assert_allclose(ours[valid], expected[valid], atol=1e-5)
+
+
+def test_kerashubs_gpt2_causal_lm_loads_the_export_with_its_tokenizer(loaded_nemot, tmp_path):
+    out = gpt2.export_vanilla_set(loaded_nemot, tmp_path / "exported")
+    lm = keras_hub.models.GPT2CausalLM.from_preset(str(out))
+    text = "The cat sat on the mat. Where did it sit?"
+    ids = np.asarray(lm.preprocessor.tokenizer(text))
+    assert ids.tolist() == nemot.Tokenizer().encode(text)
+    assert lm.preprocessor.tokenizer.detokenize(ids) == text
+    hidden = lm.backbone({"token_ids": ids[None], "padding_mask": np.ones((1, len(ids)), "int32")})
+    ours = loaded_nemot.backbone.vanilla_set(ids[None].astype("int32"))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(hidden),
+                               keras.ops.convert_to_numpy(ours), atol=1e-5)
+    assert isinstance(lm.generate("The cat", max_length=8), str)
 
 
 def test_export_carries_a_feed_forward_width_other_than_gpt2s(tmp_path):
     """The tiny preset's d_ff is 2 * d_model, not GPT-2's 4 * d_model: the exported
-    config's n_inner carries it, and the directory builds a model again."""
+    config's n_inner carries it, and the directory builds a model again; the export says
+    that KerasHub needs the width given."""
     assert TINY.d_ff != 4 * TINY.d_model
     keras.utils.set_random_seed(4)
     model = nemot.build_model(TINY)
-    out = gpt2.export_vanilla_set(model, tmp_path / "tiny_gpt2")
+    with pytest.warns(UserWarning, match=r"d_ff=64 is not 4 \* d_model=128.*intermediate_dim=64"):
+        out = gpt2.export_vanilla_set(model, tmp_path / "tiny_gpt2")
+    backbone = keras_hub.models.GPT2Backbone.from_preset(str(out), intermediate_dim=TINY.d_ff)
+    assert backbone.intermediate_dim == TINY.d_ff
     assert json.loads((out / "config.json").read_text())["n_inner"] == TINY.d_ff
     assert gpt2.gpt2_sizes(out)["d_ff"] == TINY.d_ff
     again = nemot.build_model(gpt2.config_from_gpt2(out, TINY), gpt2=out)
     ids = padded_text_ids(seed=2)  # the added rows (<pad>'s) are drawn anew on loading
     valid = ids != vocab.PAD_ID
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(again.vanilla_set(ids))[valid],
-                               keras.ops.convert_to_numpy(model.vanilla_set(ids))[valid],
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(again.backbone.vanilla_set(ids))[valid],
+                               keras.ops.convert_to_numpy(model.backbone.vanilla_set(ids))[valid],
                                atol=1e-5)
 
 

@@ -8,7 +8,7 @@ from keras import ops
 
 import nemot
 from nemot import vocab
-from nemot.models.nemot import NeMoT
+from nemot.models.nemot_causal_lm import NeMoTCausalLM
 from nemot.training import NeMoTLoss
 
 CLS, DEC, ENC, PAD = vocab.CLS_ID, vocab.DEC_ID, vocab.ENC_ID, vocab.PAD_ID
@@ -78,11 +78,11 @@ def test_task_token_changes_the_gate_and_selects_the_block(model):
     assert np.abs(gates[0, 3:7] - gates[1, 3:7]).max() > 1e-5
 
     # Same block, other gate: feed MQA's gate through the lm block by hand.
-    vanilla = model.vanilla_set(ops.convert_to_tensor(batch([text])[:, 3:]))
+    vanilla = model.backbone.vanilla_set(ops.convert_to_tensor(batch([text])[:, 3:]))
     x_gate = gates[1:2, 3:] * np.asarray(vanilla)
     mask = nemot.attention_mask(batch([text])[:, 3:], mode="dec", num_aux=0)
     for name, row in (("mqa", 1), ("lm", None)):
-        y = model.output_set.blocks[name](x_gate, mask, training=False)
+        y = model.backbone.output_set.blocks[name](x_gate, mask, training=False)
         by_hand = np.asarray(model.head(y))[0, :4]
         if row is not None:
             np.testing.assert_allclose(by_hand, np.asarray(out["logits"])[row, :4], atol=1e-4)
@@ -101,8 +101,8 @@ def test_mixed_task_batch_equals_each_example_alone(model):
 
 def rows_per_block(model, monkeypatch):
     """{block: examples it ran on}, filled as the model runs."""
-    rows = {name: 0 for name in model.output_set.blocks}
-    for name, block in model.output_set.blocks.items():
+    rows = {name: 0 for name in model.backbone.output_set.blocks}
+    for name, block in model.backbone.output_set.blocks.items():
         def call(x, *args, _call=block.call, _name=name, **kwargs):
             rows[_name] += int(ops.shape(x)[0])
             return _call(x, *args, **kwargs)
@@ -116,7 +116,7 @@ def test_single_task_batch_runs_and_trains_only_its_block(model, monkeypatch):
     with tf.GradientTape() as tape:
         loss = ops.mean(model({"token_ids": ids}, training=False)["logits"])
     assert rows == {"lm": 0, "mqa": 0, "gqa": 2}
-    blocks = model.output_set.blocks
+    blocks = model.backbone.output_set.blocks
     variables = [v for n in ("lm", "mqa", "gqa") for v in blocks[n].trainable_variables]
     grads = tape.gradient(loss, variables)
     sizes = [len(blocks[n].trainable_variables) for n in ("lm", "mqa", "gqa")]
@@ -135,7 +135,7 @@ def test_a_mixed_batch_runs_each_example_through_its_block_only(model, monkeypat
 def test_partitioned_and_branched_routing_agree(model, monkeypatch):
     """TensorFlow outside XLA partitions the batch by block; under XLA (and on JAX) each
     block runs on the whole batch under a branch. Same outputs and gradients."""
-    output_set = model.output_set
+    output_set = model.backbone.output_set
     x, weights = np.random.default_rng(0).normal(size=(2, 3, 6, TINY.d_model)).astype("float32")
     tasks = np.array([GQA, LM, GQA], "int32")
     text = batch([[5, 6, 7], [8, 9], [10, 11, 12, 13]], length=6)[:, 3:]
@@ -165,12 +165,12 @@ def test_partitioned_and_branched_routing_agree(model, monkeypatch):
 def test_gate_forced_to_one_is_vanilla_then_output_block(model, monkeypatch):
     ids = batch([[5, 6, 7, 8]], [GQA])
     # A large NM output: sigmoid(40) is 1 in float32, so every gate is open.
-    monkeypatch.setattr(model.neuromodulatory_set, "call",
+    monkeypatch.setattr(model.backbone.neuromodulatory_set, "call",
                         lambda x, *a, **k: ops.full_like(x, 40.0))
     gated = logits(model, ids)
     text = ids[:, 3:]
     mask = nemot.attention_mask(text, mode="dec", num_aux=0)
-    y = model.output_set.blocks["gqa"](model.vanilla_set(text), mask, training=False)
+    y = model.backbone.output_set.blocks["gqa"](model.backbone.vanilla_set(text), mask, training=False)
     np.testing.assert_allclose(gated, np.asarray(model.head(y)), atol=1e-5)
 
 
@@ -192,10 +192,10 @@ def test_compat_route_by_first_example():
     alone = batch([texts[1]], [GQA])
     gates = np.asarray(compat({"token_ids": alone}, training=False, return_gates=True)["gates"])
     text = alone[:, 3:]
-    x_gate = gates[:, 3:] * np.asarray(compat.vanilla_set(text))
+    x_gate = gates[:, 3:] * np.asarray(compat.backbone.vanilla_set(text))
     mask = nemot.attention_mask(text, mode="dec", num_aux=0)
     for name, expect_equal in (("mqa", True), ("gqa", False)):
-        y = compat.output_set.blocks[name](x_gate, mask, training=False)
+        y = compat.backbone.output_set.blocks[name](x_gate, mask, training=False)
         by_hand = np.asarray(compat.head(y))[0]
         assert np.allclose(together[1], by_hand, atol=1e-5) == expect_equal, name
 
@@ -203,11 +203,11 @@ def test_compat_route_by_first_example():
 def test_compat_values_use_key_weights_has_no_value_projection():
     keras.utils.set_random_seed(2)
     compat = nemot.build_model(TINY.replace(compat_values_use_key_weights=True))
-    for layers in (compat.neuromodulatory_set.transformer_layers,
-                   compat.output_set.blocks["lm"].transformer_layers):
+    for layers in (compat.backbone.neuromodulatory_set.transformer_layers,
+                   compat.backbone.output_set.blocks["lm"].transformer_layers):
         assert not hasattr(layers[0].self_attention, "value_dense")
     # GPT-2, the vanilla set, always had W_V.
-    assert hasattr(compat.vanilla_set.transformer_layers[0].self_attention, "value_dense")
+    assert hasattr(compat.backbone.vanilla_set.transformer_layers[0].self_attention, "value_dense")
     values = [w for w in compat.weights if "value" in w.path]
     assert values and all("vanilla_set" in w.path for w in values)
     assert np.isfinite(logits(compat, batch([[5, 6, 7]]))).all()
@@ -269,7 +269,7 @@ def test_save_and_load_round_trip(model, tmp_path):
     path = tmp_path / "tiny.keras"
     model.save(path)
     loaded = keras.models.load_model(path)
-    assert isinstance(loaded, NeMoT) and loaded.config == model.config
+    assert isinstance(loaded, NeMoTCausalLM) and loaded.config == model.config
     ids = batch([[5, 6, 7], [8, 9]], [LM, MQA])
     np.testing.assert_allclose(logits(loaded, ids), logits(model, ids), atol=1e-6)
 
@@ -298,20 +298,20 @@ def test_only_the_vanilla_set_drops_attention_probabilities():
     assert TINY.vanilla_attention_dropout == 0.1 and TINY.attention_dropout == 0.0
     model = nemot.build_model(TINY.replace(dropout=0.0))
     rates = {name: [layer.self_attention.dropout for layer in stack.transformer_layers]
-             for name, stack in (("vanilla", model.vanilla_set),
-                                 ("nm", model.neuromodulatory_set),
-                                 ("output", model.output_set.blocks["lm"]))}
+             for name, stack in (("vanilla", model.backbone.vanilla_set),
+                                 ("nm", model.backbone.neuromodulatory_set),
+                                 ("output", model.backbone.output_set.blocks["lm"]))}
     assert rates == {"vanilla": [0.1, 0.1], "nm": [0.0, 0.0], "output": [0.0]}
     text = batch([[5, 6, 7, 8]])[:, 3:]
-    runs = [np.asarray(model.vanilla_set(text, training=True)) for _ in range(2)]
+    runs = [np.asarray(model.backbone.vanilla_set(text, training=True)) for _ in range(2)]
     assert np.abs(runs[0] - runs[1]).max() > 1e-4  # attention dropout at work
     x = np.random.default_rng(0).normal(size=(1, 7, TINY.d_model)).astype("float32")
     mask = nemot.attention_mask(batch([[5, 6, 7, 8]], length=4), num_aux=3)
-    nm = [np.asarray(model.neuromodulatory_set(x, mask, training=True)) for _ in range(2)]
+    nm = [np.asarray(model.backbone.neuromodulatory_set(x, mask, training=True)) for _ in range(2)]
     np.testing.assert_array_equal(nm[0], nm[1])
     baseline = nemot.build_baseline(TINY)
     assert all(layer.self_attention.dropout == 0.1
-               for layer in baseline.vanilla_set.transformer_layers)
+               for layer in baseline.backbone.vanilla_set.transformer_layers)
 
 
 @pytest.mark.usefixtures("eager")  # an eager step warns as a traced one, without the trace
@@ -336,14 +336,15 @@ def test_pretraining_freezes_the_unused_vanilla_head_and_logs_only_active_terms(
 
 
 @pytest.mark.parametrize("build", [nemot.build_model, nemot.build_baseline])
-def test_compile_builds_the_optimizer_so_fit_traces_the_train_step_once(build):
-    """Adam's slots are made by compile: a first train step that made them would be
-    traced twice (a tf.function creating variables is), ~20 s more per run on a CPU."""
+def test_fit_builds_the_optimizer_before_it_traces_the_train_step_once(build):
+    """Adam's slots are made before the train step is traced: a first train step that made
+    them would be traced twice (a tf.function creating variables is), ~20 s more per run
+    on a CPU. Building and compiling a task make none (a thesis model's are 3.6 GB)."""
     keras.utils.set_random_seed(0)
     # The batch's one block (<lm>): each further block adds to the trace.
     model = build(TINY.replace(num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm",)))
     model.compile(nemot.optimizers.Adam(1e-3))  # the model's own loss
-    assert model.optimizer.built
+    assert not model.optimizer.built
     traces = []
     train_step = model.train_step
     model.train_step = lambda data: traces.append(1) or train_step(data)
@@ -352,5 +353,5 @@ def test_compile_builds_the_optimizer_so_fit_traces_the_train_step_once(build):
     targets = np.pad(targets, ((0, 0), (0, 1)), constant_values=-1).astype("int32")
     history = model.fit({"token_ids": ids}, {"task_targets": targets, "lm_targets": targets},
                         batch_size=1, epochs=2, verbose=0).history
-    assert len(traces) == 1
+    assert len(traces) == 1 and model.optimizer.built
     assert history["loss"][1] < history["loss"][0]

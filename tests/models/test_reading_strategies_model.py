@@ -9,7 +9,7 @@ import pytest
 
 import nemot
 from nemot import vocab
-from nemot.models.nemot import load_weights_partial
+from nemot.models.nemot_causal_lm import load_weights_partial
 from nemot.training import NeMoTLoss
 from nemot.training.run_config import load_run_config
 
@@ -41,7 +41,7 @@ def run(model, x=None):
 
 
 def strategy_paths(model):
-    return sorted(v.path for v in model.reading_strategies.weights)
+    return sorted(v.path for v in model.backbone.reading_strategies.weights)
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +65,9 @@ def test_a_checkpoint_without_strategies_starts_a_model_with_them(base, checkpoi
     fresh = load_weights_partial(model, checkpoints / name)
     assert sorted(fresh) == strategy_paths(model)
     assert len(fresh) == 5  # W1..W4 (no biases) and the eight highlighting vectors
-    restored = {v.path.split("/", 1)[1]: np.asarray(v) for v in base.weights}
+    restored = {v.path: np.asarray(v) for v in base.weights}
     for variable in model.weights:
-        key = variable.path.split("/", 1)[1]
+        key = variable.path
         if variable.path in fresh:
             assert key not in restored and np.abs(np.asarray(variable)).max() > 0
         else:
@@ -159,12 +159,12 @@ def test_training_step_with_both_strategies_under_jit_compile():
     text = x["token_ids"][:, 3:]
     targets = np.concatenate([text[:, 1:], np.full((2, 1), PAD)], axis=1)
     targets = np.where(targets == PAD, -1, targets).astype("int32")
-    before = {v.path: np.array(v) for v in model.reading_strategies.weights}
+    before = {v.path: np.array(v) for v in model.backbone.reading_strategies.weights}
     history = model.fit(x, {"task_targets": targets, "lm_targets": targets}, epochs=2,
                         batch_size=2, verbose=0)
     assert model.jit_compile and np.isfinite(history.history["loss"]).all()
     assert history.history["loss"][1] < history.history["loss"][0]
-    for variable in model.reading_strategies.weights:  # every strategy weight is trained
+    for variable in model.backbone.reading_strategies.weights:  # every strategy weight is trained
         assert np.abs(np.array(variable) - before[variable.path]).max() > 0, variable.path
 
 
@@ -178,8 +178,7 @@ def test_cached_prefill_matches_the_full_forward_pass(position):
     ids = x["token_ids"]
     valid = ids[:, 3:] != PAD
     cache = model.init_cache(2, CFG.max_text_length)
-    logits, _ = model.call_with_cache(ids[:, :3], ids[:, 3:], cache, 0, valid,
-                                      pos_tags=x["pos_tags"])
+    logits, _ = model.prefill(ids[:, :3], ids[:, 3:], cache, valid, pos_tags=x["pos_tags"])
     logits = np.asarray(logits)
     for row in range(2):
         n = valid[row].sum()

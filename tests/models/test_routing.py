@@ -1,4 +1,4 @@
-"""An output block that no example of the batch selects keeps its weights
+"""The routing rule: an output block that no example of the batch selects keeps its weights
 and its Adam slots, on one device and on two MirroredStrategy replicas (a subprocess:
 logical devices must exist before TensorFlow starts); JAX: tests/test_jax_backend.py.
 Also: replicas draw independent dropout masks."""
@@ -60,31 +60,23 @@ def test_an_eager_step_moves_only_the_selected_blocks_without_a_warning():
     assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
 
 
-def test_a_missing_gradient_outside_the_unselected_blocks_still_warns():
-    model = routing_worker.tiny_model()
-    model.optimizer.build(model.trainable_variables)
-    guard = model.block_update_guard
-    lm, mqa = (model.output_set.blocks[b].trainable_variables[0] for b in ("lm", "mqa"))
-    guard.select(np.array([True, False, False]))  # lm only
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # mqa's missing gradient: dropped silently
-            kept, variables = guard.optimizer._filter_empty_gradients(
-                [np.ones(lm.shape), None], [lm, mqa])
-        assert variables == [lm] and len(kept) == 1
-        with pytest.warns(UserWarning, match="Gradients do not exist"):
-            guard.optimizer._filter_empty_gradients([None, np.ones(mqa.shape)], [lm, mqa])
-    finally:
-        guard.release()
-
-
-def test_recompiling_keeps_one_guard():
+def test_the_optimizer_is_left_as_keras_made_it():
+    # The rule lives in the task's train step: the optimizer's own update (and its filter
+    # of missing gradients, which warns for any variable without one) are the class's.
     model = routing_worker.tiny_model()
     optimizer = model.optimizer
-    model.compile(optimizer)
-    # The new guard wraps Adam's own update and filter, not the first guard's.
-    assert model.block_update_guard._update_step.__self__ is optimizer
-    assert model.block_update_guard._filter_empty.__self__ is optimizer
+    assert "update_step" not in vars(optimizer)
+    assert "_filter_empty_gradients" not in vars(optimizer)
+    lm, mqa = (model.backbone.output_set.blocks[b].trainable_variables[0]
+               for b in ("lm", "mqa"))
+    with pytest.warns(UserWarning, match="Gradients do not exist"):
+        optimizer._filter_empty_gradients([None, np.ones(mqa.shape)], [lm, mqa])
+
+
+def test_recompiling_keeps_the_rule():
+    model = routing_worker.tiny_model()
+    model.compile(model.optimizer)
+    check_block_updates(routing_worker.block_update_report(model=model))
 
 
 @pytest.fixture(scope="module")

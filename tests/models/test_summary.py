@@ -72,7 +72,7 @@ def test_summary_of_a_called_and_of_a_reloaded_nemot(tmp_path):
     model = nemot.build_model(TINY)
     ids = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm"), 5, 6, 7]], "int32")
     model({"token_ids": ids})
-    text = summary_text(model)
+    text = summary_text(model, expand_nested=True)
     # The auxiliary embedding's row shows its output: 3 tokens of d_model each.
     assert any("aux_embedding" in line and f"(None, {vocab.NUM_AUX}, {TINY.d_model})" in line
                for line in text.splitlines()), text

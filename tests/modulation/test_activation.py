@@ -159,7 +159,7 @@ def test_nemot_with_the_zero_init_ffn_equals_nemot_and_trains_a_step():
 def test_the_neuromodulatory_context_reaches_the_output_set_only():
     keras.utils.set_random_seed(0)
     model = nemot.build_model(TINY.replace(modulation=[NM_FFN]))
-    ffn = model.output_set.blocks["gqa"].transformer_layers[0].activation_modulation
+    ffn = model.backbone.output_set.blocks["gqa"].transformer_layers[0].activation_modulation
     assert isinstance(ffn, ModulatedFFN) and ffn.context == "neuromodulatory"
     ids = token_ids(["gqa", "gqa"])
     before = np.asarray(model({"token_ids": ids})["logits"])

@@ -141,7 +141,7 @@ def test_zero_initialised_hypergrids_make_every_backbones_w_o_one_and_a_half_w_o
     """σ(0) = ½ plus the residual, in every layer of every hosting stack."""
     modulated = nemot_hosting(plain_nemot, zero_hypergrid(STACKS["nemot"]))
     before = nemot_logits(plain_nemot)
-    scale_w_o(NEMOT, plain_nemot.vanilla_set.transformer_layers)
+    scale_w_o(NEMOT, plain_nemot.backbone.vanilla_set.transformer_layers)
     assert np.abs(nemot_logits(plain_nemot) - before).max() > 1e-3  # the scaling shows
     np.testing.assert_allclose(nemot_logits(modulated), nemot_logits(plain_nemot), atol=1e-5)
 

@@ -122,7 +122,7 @@ def test_each_example_reads_its_own_task_row():
     keras.utils.set_random_seed(0)
     cfg = TINY.replace(modulation=[{"kind": "task_bias", "sets": ["vanilla"]}])
     model = nemot.build_model(cfg)
-    layer = model.vanilla_set.transformer_layers[0]
+    layer = model.backbone.vanilla_set.transformer_layers[0]
     bias = layer.parallel[0].bias
     before = logits(model, ids(["gqa", "mqa"]))
     row = cfg.output_blocks.index("gqa")
@@ -137,7 +137,7 @@ def test_each_example_reads_its_own_task_row():
 def test_a_shared_layer_is_one_set_of_weights_in_every_layer():
     cfg = TINY.replace(modulation=[{"kind": "task_bias", "sets": ["vanilla"]}])
     model = nemot.build_model(cfg)
-    shared = [layer.parallel[0].shared for layer in model.vanilla_set.transformer_layers]
+    shared = [layer.parallel[0].shared for layer in model.backbone.vanilla_set.transformer_layers]
     assert all(s is shared[0] for s in shared)
     kernels = [w for w in model.weights if w.path.endswith("task_bias_shared/kernel")]
     assert len(kernels) == 1
@@ -150,7 +150,7 @@ def test_output_set_modulations_read_the_neuromodulatory_output():
     keras.utils.set_random_seed(0)
     cfg = TINY.replace(modulation=[{"kind": "gain", "sets": ["output"], "context": "nm"}])
     model = nemot.build_model(cfg)
-    gain = model.output_set.blocks["gqa"].transformer_layers[0].activation_modulation
+    gain = model.backbone.output_set.blocks["gqa"].transformer_layers[0].activation_modulation
     x = ids(["gqa", "gqa"])
     before = logits(model, x)
     gain.w.kernel.assign(np.full(gain.w.kernel.shape, 0.5, "float32"))
@@ -171,7 +171,7 @@ def test_a_set_that_cannot_give_the_conditioning_refuses_the_config():
 def test_dense_modulations_keep_the_plain_weight_names_for_gpt2():
     cfg = TINY.replace(modulation=[{"kind": "scaled", "sets": ["vanilla"]}])
     model = nemot.build_model(cfg)
-    layer = model.vanilla_set.transformer_layers[0]
+    layer = model.backbone.vanilla_set.transformer_layers[0]
     assert isinstance(layer.feedforward_output_dense, ScaledDense)
     plain = nemot.build_model(TINY).vanilla_set.transformer_layers[0]
     assert layer.feedforward_output_dense.kernel.shape == plain.feedforward_output_dense.kernel.shape
@@ -182,7 +182,7 @@ def test_cached_decoding_passes_the_conditioning(tmp_path):
     cfg = TINY.replace(modulation=[{"kind": "gain", "sets": ["output"], "context": "nm"},
                                    {"kind": "scaled", "sets": ["vanilla"]}])
     model = nemot.build_model(cfg)
-    for layer in model.output_set.blocks["gqa"].transformer_layers:
+    for layer in model.backbone.output_set.blocks["gqa"].transformer_layers:
         w = layer.activation_modulation.w.kernel
         w.assign(np.random.default_rng(0).normal(0, 0.5, w.shape).astype("float32"))
     prompt = list(ids(["gqa"])[0, :6])

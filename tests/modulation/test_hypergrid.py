@@ -434,8 +434,8 @@ def ids(tasks, texts=((5, 6, 7, 8), (9, 10, vocab.PAD_ID, vocab.PAD_ID))):
 def test_nemot_hosts_hypergrid_trains_a_step_and_decodes_with_the_cache():
     keras.utils.set_random_seed(0)
     model = nemot.build_model(TINY.replace(modulation=NEMOT_SPECS))
-    vanilla = model.vanilla_set.transformer_layers[0]
-    out_layer = model.output_set.blocks["gqa"].transformer_layers[0]
+    vanilla = model.backbone.vanilla_set.transformer_layers[0]
+    out_layer = model.backbone.output_set.blocks["gqa"].transformer_layers[0]
     assert isinstance(vanilla.feedforward_output_dense, HyperGridDense)
     assert isinstance(out_layer.feedforward_intermediate_dense, HyperGridDense)
     assert isinstance(out_layer.activation_modulation, OutputGate)

@@ -55,7 +55,7 @@ def test_encoder_and_decoder_are_one_set_of_variables_in_every_layer():
     cfg = TINY.replace(modulation=[{"kind": "pals", "sets": ["vanilla"], "hidden_size": 8,
                                     "num_heads": 2}])
     model = nemot.build_model(cfg)
-    pals = [layer.parallel[0] for layer in model.vanilla_set.transformer_layers]
+    pals = [layer.parallel[0] for layer in model.backbone.vanilla_set.transformer_layers]
     assert len(pals) == cfg.num_vanilla_layers >= 2
     assert all(p.shared is pals[0].shared for p in pals)
     paths = [w.path for w in model.weights]
@@ -180,12 +180,12 @@ def test_pals_in_the_output_set_take_their_seed_from_it_outside_the_routing_bran
                                     "num_heads": 2}])
     keras.utils.set_random_seed(0)
     model = nemot.build_model(cfg)
-    for w in model.output_set.weights:  # a PAL term large enough to show
+    for w in model.backbone.output_set.weights:  # a PAL term large enough to show
         if "pals" in w.path:
             w.assign(np.random.default_rng(0).normal(0, 0.5, w.shape).astype("float32"))
-    layers = [layer for block in model.output_set.blocks.values()
+    layers = [layer for block in model.backbone.output_set.blocks.values()
               for layer in block.transformer_layers]
-    owners = [model.output_set] + layers
+    owners = [model.backbone.output_set] + layers
 
     def states():
         return [np.asarray(o.seed_generator.state.numpy()) for o in owners]
@@ -258,7 +258,7 @@ def test_nemot_with_pals_in_its_vanilla_set_starts_as_plain_nemot_and_trains():
     targets = np.pad(targets, ((0, 0), (0, 1)), constant_values=-1).astype("int32")
     # Eager: tracing NeMoT's training step costs far more than running one.
     model.compile(keras.optimizers.Adam(1e-2), loss=NeMoTLoss(), run_eagerly=True)
-    decoder = model.vanilla_set.shared_modulations[0].decoder_kernel
+    decoder = model.backbone.vanilla_set.shared_modulations[0].decoder_kernel
     model.train_on_batch({"token_ids": x}, {"task_targets": targets, "lm_targets": targets})
     moved = np.abs(np.asarray(decoder)).max(axis=(1, 2))
     rows = [TINY.output_blocks.index(b) for b in ("gqa", "mqa")]
@@ -273,7 +273,7 @@ def test_cached_decoding_of_a_pal_model_is_refused_clearly():
     prompt = nemot_ids(["gqa"])[:, :6]
     cache = model.init_cache(1, 8)
     with pytest.raises(ValueError, match="keep no key/value cache; run this model without one"):
-        model.call_with_cache(prompt[:, :3], prompt[:, 3:], cache, 0, np.ones((1, 8), bool))
+        model.prefill(prompt[:, :3], prompt[:, 3:], cache, np.ones((1, 8), bool))
 
 
 def test_bad_options_are_named():
@@ -290,7 +290,7 @@ def test_pals_in_the_vanilla_set_keep_dec_mode_causal():
     keras.utils.set_random_seed(1)
     spec = {"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}
     model = nemot.build_model(TINY.replace(modulation=[spec]))
-    for w in model.vanilla_set.shared_modulations[0].weights:  # a PAL term that matters
+    for w in model.backbone.vanilla_set.shared_modulations[0].weights:  # a PAL term that matters
         w.assign(np.random.default_rng(0).normal(0, 0.5, w.shape).astype("float32"))
     x = nemot_ids(["gqa", "gqa"])
     changed = x.copy()

@@ -212,7 +212,7 @@ aux_tokens = ["[unused1]"]
 
 
 def test_nemot_runs_runs_ngt_configs(tmp_path, superglue_dir, vocab_file):
-    from nemot import runs
+    from nemot.experiments import protocol, report as reporting
     from nemot.ngt import experiment
 
     n_vocab = len(vocab_file.read_text().split())
@@ -222,14 +222,14 @@ gating = "no-gating-block"
 [tasks.CB]
 epochs = 1
 """, name="table1")
-    out = runs.run_config(config, log=lambda *a: None)
-    scores = json.loads((out / "no-gating-block" / "seed0" / runs.METRICS).read_text())
+    out = protocol.run_config(config, log=lambda *a: None)
+    scores = json.loads((out / "no-gating-block" / "seed0" / protocol.METRICS).read_text())
     with open(out / "no-gating-block" / "seed0" / "CB" / "results.csv", newline="") as handle:
         (epoch,) = csv.DictReader(handle)
     assert scores == {"CB": pytest.approx(100 * np.mean([float(epoch["val_f1"]),
                                                          float(epoch["val_acc"])])),
                       "mean": pytest.approx(scores["CB"])}
-    report, _ = runs.report(out)
+    report, _ = reporting.report(out)
     assert "68.27" in report  # the paper's Mean of this variant, beside ours
     assert experiment.load(config).name == "table1"
 

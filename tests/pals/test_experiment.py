@@ -206,9 +206,9 @@ def test_a_test_split_without_labels_is_refused_before_training(tiny_setup, tmp_
 
 
 def test_only_the_synthetic_config_is_marked_synthetic_so_its_reports_show_no_paper_numbers():
-    from nemot import runs
+    from nemot.experiments import protocol
 
     root = CONFIGS[0].parent
     for path in [*CONFIGS, root / "synthetic.toml"]:
-        module, experiment = runs.load(path)
-        assert runs.is_synthetic(module, experiment, path) == (path.stem == "synthetic")
+        module, experiment = protocol.load(path)
+        assert protocol.is_synthetic(module, experiment, path) == (path.stem == "synthetic")

@@ -166,7 +166,7 @@ def test_general_training_starts_mqa_and_gqa_from_lm(copy):
         "data": {"dir": "unused"},
         "train": {"steps_per_epoch": 1, "init_blocks_from_lm": copy}})
     model = trainer.build_and_compile(cfg, trainer.distributed.make_strategy("default"))
-    blocks = model.output_set.blocks
+    blocks = model.backbone.output_set.blocks
     for name in ("mqa", "gqa"):
         same = all(np.array_equal(a.numpy(), b.numpy())
                    for a, b in zip(blocks["lm"].weights, blocks[name].weights))

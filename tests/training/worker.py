@@ -91,7 +91,7 @@ def main(argv=None):
     # Every worker of a multi-worker run writes its own weights file.
     tag = os.environ.get("WORKER_TAG", "")
     np.savez(os.path.join(args.out, f"weights{tag}.npz"),
-             **{v.path.split("/", 1)[-1]: np.asarray(v.numpy()) for v in result.model.weights})
+             **{v.path: np.asarray(v.numpy()) for v in result.model.weights})
     with open(os.path.join(args.out, f"history{tag}.json"), "w") as handle:
         json.dump({"history": result.history, "step": result.step}, handle)
     return 0

@@ -1,0 +1,276 @@
+"""What nemot's causal LMs (NeMoT, the GPT-2 baseline) share as KerasHub ``CausalLM`` tasks:
+the combined loss with one metric per active term, ``generate`` on strings, KerasHub's
+preset directories, and the checks of their token ids.
+
+A task holds a backbone (its ``config`` is the backbone's), heads, and a
+:class:`nemot.models.nemot_preprocessor.NeMoTPreprocessor` (or none: then it takes token
+ids). ``fit`` is KerasHub's: raw formatted examples go through the preprocessor, token-id
+inputs (``{"token_ids"}`` with ``{"task_targets", "lm_targets"}``) are checked and pass
+as they are.
+"""
+
+import os
+
+import keras
+import numpy as np
+from keras import ops
+from keras_hub.models import CausalLM
+
+from nemot import vocab
+from nemot.backend import replica_context
+from nemot.config import NeMoTConfig
+from nemot.models.losses import NeMoTLoss
+from nemot.models.nemot_preprocessor import NeMoTPreprocessor
+
+
+def default_preprocessor(task_cls, config, task="gqa"):
+    """The task's preprocessor for ``config``'s text length, GPT-2's default files."""
+    task = task if task in config.output_blocks else config.output_blocks[0]
+    preprocessor_cls = task_cls.preprocessor_cls
+    return preprocessor_cls(preprocessor_cls.tokenizer_cls(),
+                            sequence_length=config.max_text_length, task=task)
+
+
+class TextToTextCausalLM(CausalLM):
+    """Base of nemot's causal LM tasks (module docstring). Subclasses set ``backbone_cls``,
+    ``loss_terms`` and ``default_loss``, make their heads in ``make_heads`` and apply them
+    to the backbone's outputs in ``heads``."""
+
+    preprocessor_cls = NeMoTPreprocessor
+    loss_terms = ("task", "lm", "vanilla")
+    default_loss = NeMoTLoss()
+
+    def __init__(self, backbone, preprocessor=None, **kwargs):
+        compile_now = kwargs.pop("compile", True)
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.make_heads()
+        # === Functional model (KerasHub's tasks are functional models) ===
+        inputs = backbone.input
+        super().__init__(inputs=inputs, outputs=self.heads(backbone(inputs)), compile=False,
+                         **kwargs)
+        self._loss_term_trackers = {
+            term: keras.metrics.Mean(name=f"{term}_loss") for term in self.loss_terms}
+        if compile_now:
+            self.compile()
+
+    @property
+    def config(self):
+        """The backbone's ``NeMoTConfig``."""
+        return self.backbone.config
+
+    @property
+    def supports_cache(self):
+        return self.backbone.supports_cache
+
+    def check_batch(self, token_ids):
+        self.backbone.check_batch(token_ids)
+
+    # ---- training ----
+
+    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
+                sampler="greedy", **kwargs):
+        """KerasHub's ``CausalLM.compile`` with nemot's defaults: the loss is a
+        :class:`NeMoTLoss` (``"auto"`` or None: the task's ``default_loss``, eq. 3.17), the
+        loss terms are the metrics (``"auto"`` adds no token accuracy) and decoding is
+        greedy (the thesis)."""
+        if loss is None or (isinstance(loss, str) and loss == "auto"):
+            loss = self.default_loss
+        if not isinstance(loss, NeMoTLoss):
+            raise TypeError(f"loss={loss!r}: expected a nemot.NeMoTLoss (its weights switch "
+                            "the three terms of thesis eq. 3.17)")
+        self.on_compile_loss(loss)
+        if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
+            weighted_metrics = None
+        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
+                        sampler=sampler, **kwargs)
+
+    def compile_from_config(self, config):
+        """Compile as the saved model was (Keras skips a custom ``compile`` otherwise)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+
+    def on_compile_loss(self, loss):
+        """Hook for tasks whose layers depend on the active terms."""
+
+    @property
+    def nemot_loss(self):
+        """The compiled :class:`NeMoTLoss` (None before ``compile``)."""
+        loss = getattr(self, "loss", None)
+        return loss if isinstance(loss, NeMoTLoss) else None
+
+    def needs_output(self, term):
+        """Whether the compiled loss reads ``term``'s output (True before compile)."""
+        return self.nemot_loss is None or bool(self.nemot_loss.weights()[term])
+
+    @property
+    def metrics(self):
+        inactive = [tracker for term, tracker in self._loss_term_trackers.items()
+                    if not self.needs_output(term)]
+        return [m for m in super().metrics if all(m is not t for t in inactive)]
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if self.nemot_loss is None:
+            raise ValueError("compile the model first: model.compile(optimizer, "
+                             "loss=nemot.NeMoTLoss(...))")
+        total = self.nemot_loss(y, y_pred, tracker=self)
+        if self.losses:
+            # Keras's own compute_loss scales the regularisers per replica likewise.
+            context = replica_context()
+            scale = 1.0 if context is None else 1.0 / context.num_replicas_in_sync
+            total = total + ops.sum(self.losses) * scale
+        return total
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """Formatted examples through the preprocessor; token ids checked and passed on."""
+        if isinstance(x, dict) and "token_ids" in x:
+            return keras.utils.pack_x_y_sample_weight(self.checked(x), y, sample_weight)
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} has no preprocessor: give it "
+                             "{'token_ids': ...} with its targets")
+        return self.preprocessor(x, y=y, sample_weight=sample_weight)
+
+    def checked(self, x):
+        """``x`` with its token ids checked on the host as they are read (the error of
+        calling the model; a compiled train step cannot raise on values)."""
+        token_ids = x["token_ids"]
+        if not _is_symbolic(token_ids):
+            self.check_batch(np.asarray(token_ids))
+            return x
+        from nemot.data import pipelines  # a tf.data pipeline is being traced
+
+        width = token_ids.shape[1]
+        if width is not None:
+            self.backbone.check_text_length(width - vocab.NUM_AUX)
+        return pipelines.checked_token_ids(x, self.check_batch)
+
+    def make_train_function(self, force=False):
+        """Keras's, after building the optimizer, raising a Python error of the data (a task
+        token no block serves, a ``DataError`` naming a file and line) as itself rather
+        than as TensorFlow's ``OpError`` (:func:`nemot.data.pipelines.python_errors`)."""
+        if self.train_function is not None and not force:
+            return self.train_function
+        if not self.optimizer.built:
+            # Slots made before the step is traced: the routing rule reads them as it is
+            # traced, and a step that made them would be traced twice (~20 s of a CPU for
+            # NeMoT). Not at compile: a task compiles when it is built.
+            self.optimizer.build(self.trainable_variables)
+        super().make_train_function(force)
+        self.train_function = _raising_python_errors(self.train_function)
+        return self.train_function
+
+    def make_test_function(self, force=False):
+        """Keras's, raising the data's Python errors as themselves (as in training)."""
+        if self.test_function is not None and not force:
+            return self.test_function
+        super().make_test_function(force)
+        self.test_function = _raising_python_errors(self.test_function)
+        return self.test_function
+
+    # ---- generation ----
+
+    def generate(self, inputs, max_new_tokens=32, stop_token_ids="auto", strip_prompt=False,
+                 task=None, mode=None, sampler=None, batch_size=None):
+        """Generate from prompts: strings in, strings out (KerasHub's ``generate``).
+
+        Args:
+            inputs: a formatted prompt (``"<p1> passage <q> question <sep>"``), a list of
+                them, or a dict of fields (:class:`NeMoTPreprocessor`); without a
+                preprocessor, lists of token ids (auxiliary tokens first).
+            max_new_tokens: most tokens generated per prompt.
+            stop_token_ids: ``"auto"`` (``</s>``), None (never stop early) or ids.
+            strip_prompt: return the generated text only (default: prompt and answer,
+                as KerasHub does).
+            task: the task token's name (default: the preprocessor's ``task``).
+            mode: ``"dec"`` (default); cached decoding implements the decoder mask only.
+            sampler: a ``keras_hub.samplers`` sampler or its name (default: the one of
+                ``compile``, greedy unless set).
+            batch_size: prompts per compiled call (default: all at once).
+        """
+        from nemot.evaluation.decoding import generate
+
+        stop = (vocab.END_ID,) if isinstance(stop_token_ids, str) and stop_token_ids == "auto" \
+            else tuple(stop_token_ids or ())
+        single = isinstance(inputs, (str, bytes))
+        if self.preprocessor is None:
+            prompts = [list(map(int, p)) for p in inputs]
+        else:
+            prompts = self.preprocessor.generate_preprocess(inputs, task=task, mode=mode)
+        ids = generate(self, prompts, max_new_tokens=max_new_tokens,
+                       sampler=sampler if sampler is not None else self.sampler,
+                       batch_size=batch_size, stop_token_ids=stop)
+        if self.preprocessor is None:
+            return ids
+        texts = self.preprocessor.generate_postprocess(
+            ids if strip_prompt else [p[vocab.NUM_AUX:] + g for p, g in zip(prompts, ids)])
+        return texts[0] if single else texts
+
+    # ---- presets ----
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """The task of a preset directory (``save_to_preset``), or an architecture by name.
+
+        Args:
+            preset: a preset directory (KerasHub's layout), or a ``NeMoTConfig`` preset
+                name (``"thesis"``, ``"small"``, ``"tiny"``). No NeMoT weights are
+                published, so a name needs ``load_weights=False``.
+            load_weights: load the saved weights (False: fresh ones).
+
+        Example:
+            >>> lm = NeMoTCausalLM.from_preset("tiny", load_weights=False)
+            >>> lm.save_to_preset("my_nemot")
+            >>> same = keras_hub.models.CausalLM.from_preset("my_nemot")
+        """
+        if isinstance(preset, (str, os.PathLike)) and not os.path.isdir(preset):
+            config = cls.config_for_preset(str(preset))
+            if load_weights:
+                raise ValueError(
+                    f"preset {str(preset)!r} names an architecture; no weights are published "
+                    f"for it. {cls.__name__}.from_preset({str(preset)!r}, load_weights=False) "
+                    "builds it with fresh weights; a directory written by save_to_preset "
+                    "loads trained ones")
+            return cls.from_config_object(config, **kwargs)
+        return super().from_preset(preset, load_weights=load_weights, **kwargs)
+
+    @classmethod
+    def config_for_preset(cls, name):
+        """The ``NeMoTConfig`` a preset name stands for."""
+        try:
+            return NeMoTConfig.preset(name)
+        except ValueError as error:
+            raise ValueError(
+                f"preset {name!r}: not a directory, and {error}. GPT-2 weights (a KerasHub "
+                "GPT-2 preset such as 'gpt2_base_en', or a Hugging Face GPT-2 directory) start "
+                "a model through nemot.build_model(config, gpt2=...)") from None
+
+    @classmethod
+    def from_config_object(cls, config, preprocessor="default", **kwargs):
+        """The task of a ``NeMoTConfig`` with fresh weights."""
+        backbone = cls.backbone_cls(config)
+        if isinstance(preprocessor, str) and preprocessor == "default":
+            preprocessor = default_preprocessor(cls, backbone.config)
+        return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
+
+    def parameter_breakdown(self):
+        """Parameters per component; ``total`` is their sum (every weight counted once)."""
+        raise NotImplementedError
+
+
+def _raising_python_errors(function):
+    def call(*args, **kwargs):
+        from nemot.data import pipelines
+
+        with pipelines.python_errors():
+            return function(*args, **kwargs)
+
+    return call
+
+
+def _is_symbolic(tensor):
+    """Whether ``tensor`` is a graph tensor (a ``tf.data`` map or a traced function)."""
+    try:
+        np.asarray(tensor)
+    except (TypeError, ValueError, NotImplementedError):
+        return True
+    return False
