@@ -88,6 +88,16 @@ class RunConfig:
         return out
 
 
+@dataclasses.dataclass(frozen=True)
+class LossWeights:
+    """The ``[loss]`` table: :class:`~nemot.models.losses.NeMoTLoss`'s weights, checked as
+    the other tables are."""
+
+    task_weight: float = 1.0
+    lm_weight: float = 0.2
+    vanilla_weight: float = 0.5
+
+
 _TOP_LEVEL = {"name", "kind", "seed", "model_name", "gpt2"}
 _TABLES = {"model", "data", "train", "schedule", "loss"}
 
@@ -151,7 +161,8 @@ def run_config_from_dict(data, source="<dict>"):
     model = _model_config(data.get("model", {}), source)
     data_cfg = _table(DataConfig, data.get("data", {}), source, "data")
     train = _table(TrainConfig, data.get("train", {}), source, "train")
-    loss = _table(NeMoTLoss, data.get("loss", {}), source, "loss")
+    loss = NeMoTLoss(**dataclasses.asdict(_table(LossWeights, data.get("loss", {}), source,
+                                                   "loss")))
     try:
         data_cfg.check(source)
     except ValueError as error:
@@ -192,7 +203,7 @@ def _known_key(key):
         return table in _TOP_LEVEL
     if table == "schedule":
         return True
-    classes = {"model": NeMoTConfig, "data": DataConfig, "train": TrainConfig, "loss": NeMoTLoss}
+    classes = {"model": NeMoTConfig, "data": DataConfig, "train": TrainConfig, "loss": LossWeights}
     return table in classes and field in {f.name for f in dataclasses.fields(classes[table])}
 
 
