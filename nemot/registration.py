@@ -30,6 +30,11 @@ class _Loader(importlib.abc.Loader):
     def __init__(self, loader, finder):
         self.loader, self.finder = loader, finder
 
+    def __getattr__(self, name):
+        # get_code, get_source, is_package, ...: runpy (``python -m``), inspect and
+        # importlib.resources ask the loader for them.
+        return getattr(self.loader, name)
+
     def create_module(self, spec):
         return self.loader.create_module(spec)
 

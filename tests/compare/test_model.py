@@ -172,12 +172,11 @@ def test_defaults_scale_the_papers_positions():
 
 def gpt2_model(**changes):
     import nemot
-    from nemot.compare.model import ConditionedGPT2
+    from nemot.compare.model import conditioned_gpt2
 
     config = nemot.NeMoTConfig.preset("tiny").replace(output_blocks=("mqa", "gqa"),
                                                       dropout=0.0, **changes.pop("config", {}))
-    model = ConditionedGPT2(config, **changes)
-    model.build()
+    model = conditioned_gpt2(config, **changes)
     rng = np.random.default_rng(1)
     for weight in model.weights:
         weight.assign(rng.normal(0, 0.3, weight.shape).astype("float32"))
@@ -217,5 +216,5 @@ def test_gpt2_without_a_mechanism_is_the_thesis_baseline():
     ids = token_ids(("mqa", "gqa"), [[5, 6, 7, 8]] * 2)
     np.testing.assert_allclose(np.asarray(model({"token_ids": ids})["logits"]),
                                np.asarray(baseline({"token_ids": ids})["logits"]), atol=1e-6)
-    assert model.supports_cache and not gpt2_model(
-        gating={"num_layers": 1, "position": 1}).supports_cache
+    assert model.backbone.supports_cache and not gpt2_model(
+        gating={"num_layers": 1, "position": 1}).backbone.supports_cache
