@@ -35,6 +35,8 @@ SLOWEST_FIRST = (
     "tests/training/test_distributed.py",
     "tests/test_config.py",
     "tests/training/test_resume.py",
+    "tests/training/test_faults.py",
+    "tests/data/test_fuzz.py",
 )
 
 

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot import vocab
+from nemot import files, vocab
 from nemot.data import Formatter, Tokenizer, registry
 from nemot.data.format import MQA_MODES
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
@@ -205,10 +205,13 @@ def run_defaults(checkpoint):
     path = Path(checkpoint).parent / RUN_CONFIG
     if not path.is_file():
         return {}
+    text = files.read_text(path, ConfigError)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8")).get("data", {})
-    except tomllib.TOMLDecodeError as error:
+        data = tomllib.loads(text).get("data", {})
+    except ValueError as error:  # TOMLDecodeError, or a number too long to convert
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: [data] must be a table")
     defaults = {key: data[key] for key in ("task_token", "mode", "mqa_mode") if key in data}
     for key, allowed in (("mode", MODES), ("mqa_mode", MQA_MODES)):
         if key in defaults and defaults[key] not in allowed:

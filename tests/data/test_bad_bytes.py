@@ -162,3 +162,21 @@ def test_nothing_else_in_the_package_unpickles_data():
                 found.append(f"{where} {node.arg}={ast.unparse(node.value)}")
     assert len(found) == 1 and found[0].startswith("nemot/data/cifar10.py:") \
         and found[0].endswith(" pickle.Unpickler"), found
+
+
+def test_config_files_with_bad_bytes_name_the_line_and_byte_offset(tmp_path):
+    from nemot.config import NeMoTConfig
+    from nemot.errors import ConfigError
+    from nemot.evaluation.evaluate import run_defaults
+    from nemot.training.run_config import RunConfigError, load_run_config
+
+    text = 'name = "x"\n# caf\xe9\n'.encode("latin-1")  # a comment written as Latin-1
+    for name, read, error in (("run.toml", load_run_config, RunConfigError),
+                              ("model.toml", NeMoTConfig.from_file, ConfigError),
+                              ("run_config.toml", lambda p: run_defaults(p.parent / "m.keras"),
+                               ConfigError)):
+        path = tmp_path / name
+        path.write_bytes(text)
+        with pytest.raises(error, match=rf"^{path}: line 2: expected UTF-8 text; byte 0xe9 at "
+                                        r"byte offset 16 is not"):
+            read(path)
