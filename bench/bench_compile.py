@@ -3,6 +3,7 @@
     python -m bench compile                  # thesis sizes, every model below
     python -m bench compile --models nemot,keras_hub_gpt2
     python -m bench compile --tiny           # tiny sizes (proves the benchmark runs)
+    python -m bench compile --models gpt2_baseline --add   # one more into the result file
 
 Each model runs in a process of its own (nothing compiled is shared) with the training
 setup of ``python -m bench gpu`` (bf16 mixed precision, XLA: always on JAX,
@@ -114,7 +115,8 @@ def in_child(name, options):
         cmd = [sys.executable, "-m", "bench.bench_compile", name, str(out), *options]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
-            return {"error": done.stderr.strip().splitlines()[-1:] or ["(no output)"]}
+            lines = [line for line in done.stderr.splitlines() if line.strip("* ")]
+            return {"error": lines[-3:] or [f"exit status {done.returncode}"]}
         return json.loads(out.read_text())
 
 
@@ -137,6 +139,9 @@ def run(argv=()):
     parser.add_argument("--tiny", action="store_true", help="tiny sizes")
     parser.add_argument("--models", default=",".join(MODELS), help=f"some of {MODELS}")
     parser.add_argument("--batch", type=int, default=1, help="examples per step (default 1)")
+    parser.add_argument("--add", action="store_true",
+                        help="keep the other models of the existing result file (a model "
+                             "measured again replaces its entry)")
     args = parser.parse_args(list(argv))
     names = [n for n in args.models.split(",") if n]
     unknown = sorted(set(names) - set(MODELS))
@@ -151,6 +156,15 @@ def run(argv=()):
               "tokens_per_example": cfg.num_aux_tokens + cfg.max_text_length,
               "depth": cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers,
               "dtype_policy": "mixed_bfloat16", "xla": True, "models": {}}
+    if args.add:
+        import bench
+
+        path = bench.result_path(result_name(result))
+        if path.exists():
+            earlier = json.loads(path.read_text())["result"]
+            if earlier["batch"] != args.batch:
+                parser.error(f"--add: {path} was measured at batch {earlier['batch']}")
+            result["models"].update(earlier["models"])
     options = (["--tiny"] if args.tiny else []) + ["--batch", str(args.batch)]
     for name in names:
         print(f"   compile {name}", flush=True)
