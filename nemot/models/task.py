@@ -130,6 +130,19 @@ class TextToTextCausalLM(CausalLM):
                              "{'token_ids': ...} with its targets")
         return self.preprocessor(x, y=y, sample_weight=sample_weight)
 
+    def train_on_batch(self, x, y=None, sample_weight=None, **kwargs):
+        """KerasHub's, with NeMoT's targets: a dict (``task_targets``, ``lm_targets``)."""
+        return keras.Model.train_on_batch(self, *self._batch(x, y, sample_weight), **kwargs)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, **kwargs):
+        """KerasHub's, with NeMoT's targets: a dict (``task_targets``, ``lm_targets``)."""
+        return keras.Model.test_on_batch(self, *self._batch(x, y, sample_weight), **kwargs)
+
+    def _batch(self, x, y, sample_weight):
+        data = keras.utils.unpack_x_y_sample_weight(self.preprocess_samples(x, y, sample_weight))
+        return tuple(None if v is None else keras.tree.map_structure(ops.convert_to_tensor, v)
+                     for v in data)
+
     def checked(self, x):
         """``x`` with its token ids checked on the host as they are read (the error of
         calling the model; a compiled train step cannot raise on values)."""
