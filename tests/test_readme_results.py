@@ -1,0 +1,49 @@
+"""The README's figures are the committed results': the comparison's score tables are
+``results/compare/minbert/report.md``'s, the status table's NAMES numbers are
+``results/modact/names_lstm/report.json``'s, and the GPU sentence is
+``bench/results/gpu_nvidia_h200_jax.json``'s. (The NAMES table itself:
+tests/modact/test_names_results.py.)"""
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def tables(section):
+    """The markdown tables of a report section, each a list of lines."""
+    found, current = [], []
+    for line in section.splitlines():
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            found, current = [*found, current], []
+    return found + ([current] if current else [])
+
+
+def test_the_comparison_table_is_the_committed_report():
+    report = (ROOT / "results" / "compare" / "minbert" / "report.md").read_text(encoding="utf-8")
+    section = report.split("## score\n", 1)[1].split("\n## ", 1)[0]
+    expected = [line for table in tables(section) for line in table]
+    assert any(line.startswith("| nemot_gate vs none |") for line in expected)
+    missing = [line for line in expected if line not in README.splitlines()]
+    assert not missing, "README's comparison table is stale; paste:\n" + "\n".join(expected)
+
+
+def test_the_status_table_quotes_the_names_report():
+    summary = json.loads((ROOT / "results" / "modact" / "names_lstm" / "report.json")
+                         .read_text())["summary"]
+    row = next(line for line in README.splitlines() if line.startswith("| *Context Dependent"))
+    accuracy = summary["modulated"]["test_accuracy"]
+    assert f"modulated {accuracy['mean']:.4f}" in row
+    assert f"{accuracy['paper']:.4f} for the modulated cell" in row
+
+
+def test_the_gpu_sentence_quotes_the_benchmark():
+    result = json.loads((ROOT / "bench" / "results" / "gpu_nvidia_h200_jax.json")
+                        .read_text())["result"]
+    nemot = result["train"]["nemot"]["16"]
+    quoted = (f"{nemot['step_seconds'] * 1000:.0f} ms a step ({nemot['mfu'] * 100:.1f}% MFU), "
+              f"{result['step_ratio']['nemot_vs_keras_hub_gpt2@16']:.2f}× the step of")
+    assert quoted in " ".join(README.split())
