@@ -220,7 +220,8 @@ def histograms(values_by_variant, bins=12):
     return edges, {v: np.histogram(x, edges)[0] for v, x in shown.items()}
 
 
-def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12):
+def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12,
+                       reference=None):
     """One histogram per variant of a metric's values over seeds, on shared bins (the form
     of seed 003's Table 8), each with its mean as a dashed line; returns the
     :func:`histograms` drawn.
@@ -230,6 +231,8 @@ def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12):
         out_png: where the PNG goes.
         metric: the axis label.
         bins: the number of bins over the range of all values.
+        reference: ``{variant: value}`` drawn as a red dotted line (the paper's mean);
+            the axis widens to show it.
     """
     edges, counts = histograms(values_by_variant, bins)
     figure = _figure((5.5, 1.5 * len(counts) + 0.8))
@@ -237,10 +240,15 @@ def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12):
     for ax, (variant, count) in zip(axes, counts.items()):
         ax.stairs(count, edges, fill=True, color="C0", alpha=0.8)
         ax.axvline(np.mean(values_by_variant[variant]), color="0.2", linestyle="--",
-                   linewidth=1)
+                   linewidth=1, label="mean")
+        if (reference or {}).get(variant) is not None:
+            ax.axvline(reference[variant], color="C3", linestyle=":", linewidth=1.5,
+                       label="paper")
         ax.set_ylabel(f"{variant}\n(n={int(count.sum())})")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1].set_xlabel(metric)
+    if any(v is not None for v in (reference or {}).values()):
+        axes[0].legend(loc="upper left", fontsize="small", frameon=False)
     figure.suptitle(title or f"{metric} over runs")
     figure.savefig(out_png, dpi=120)
     return edges, counts

@@ -226,7 +226,8 @@ DISTRIBUTIONS = "distributions.png"
 def plot_distributions(data, path, metric=None):
     """Histograms of one metric's values over seeds, one per variant on shared bins (the
     form of seed 003's Table 8; :func:`nemot.evaluation.plots.plot_distributions`):
-    ``metric`` (a recipe's ``DISTRIBUTION_METRIC``) or the first one reported. Non-finite
+    ``metric`` (a recipe's ``DISTRIBUTION_METRIC``) or the first one reported, with the
+    paper's number as a reference line where there is one. Non-finite
     values (a diverged run) are left out; returns the metric drawn, or None when no
     variant has a finite value of it."""
     from nemot.evaluation.plots import plot_distributions as histograms
@@ -238,7 +239,9 @@ def plot_distributions(data, path, metric=None):
               for v in summary if metric in summary[v]} if metric else {}
     if not any(values.values()):
         return None
-    histograms(values, path, metric, title=f"{data['manifest']['name']}: {metric} over seeds")
+    paper = {v: summary[v][metric].get("paper") for v in values}
+    histograms(values, path, metric, title=f"{data['manifest']['name']}: {metric} over seeds",
+               reference=paper)
     return metric
 
 
