@@ -108,14 +108,23 @@ def test_padding_before_or_after_and_the_mask():
 
 
 def test_test_accuracy_over_epochs(tmp_path):
-    exp = experiment.load(CONFIGS / "names_lstm.toml", [
-        "data.synthetic=96", "train.epochs=3", "model.hidden=8", "model.embedding_dim=8",
-        "train.learning_rate=0.02", "train.test_each_epoch=true", "train.jit_compile=false",
-        f"output_dir={tmp_path}"])
+    overrides = ["data.synthetic=96", "train.epochs=3", "model.hidden=8",
+                 "model.embedding_dim=8", "train.learning_rate=0.02", "model.dropout=0.5",
+                 "train.jit_compile=false", f"output_dir={tmp_path}"]
+    plain = experiment.run_one(experiment.load(CONFIGS / "names_lstm.toml", overrides),
+                               "C2", 0, tmp_path / "plain")
+    exp = experiment.load(CONFIGS / "names_lstm.toml", overrides + ["train.test_each_epoch=true"])
     metrics = experiment.run_one(exp, "C2", 0, tmp_path / "run")
-    with open(tmp_path / "run" / "results.csv") as f:
-        per_epoch = [float(row["val_metric"]) for row in csv.DictReader(f)]
+    logs = {}
+    for run in ("plain", "run"):
+        with open(tmp_path / run / "results.csv") as f:
+            logs[run] = list(csv.DictReader(f))
+    per_epoch = [float(row["val_metric"]) for row in logs["run"]]
     assert len(per_epoch) == 3
+    # scoring the test split each epoch leaves training as it was
+    assert [r["loss"] for r in logs["run"]] == [r["loss"] for r in logs["plain"]]
+    assert (metrics["test_accuracy"], metrics["train_accuracy"]) == (
+        plain["test_accuracy"], plain["train_accuracy"])
     assert metrics["test_accuracy"] == pytest.approx(per_epoch[-1])
     assert metrics["test_accuracy_epoch_mean"] == pytest.approx(np.mean(per_epoch))
     assert metrics["test_accuracy_epoch_best"] == max(per_epoch)
