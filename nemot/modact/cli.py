@@ -9,7 +9,7 @@ Example::
 
     nemot modact params
     nemot modact protocols --out results/modact/names_lstm_protocols \
-        current=results/modact/names_lstm split_names=runs/names_split_names
+        shipped=results/modact/names_lstm split_names=runs/names_split_names
 """
 
 import json

@@ -14,7 +14,7 @@ with the paper's mean as a reference line.
 Example::
 
     nemot modact protocols --out results/modact/names_lstm_protocols \\
-        current=results/modact/names_lstm split_names=runs/names_split_names
+        shipped=results/modact/names_lstm split_names=runs/names_split_names
 """
 
 import hashlib
@@ -143,11 +143,13 @@ def markdown(data, checksums=None):
         p = data["paper"][v]
         lines.append(f"| {v} | {_fmt(p['mean'])} ± {_fmt(p['sd'], 5)} | "
                      f"[{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}] |")
-    lines += ["", "## Protocols", "", "| protocol | runs | overrides |", "|---|---|---|"]
+    lines += ["", "## Protocols", "", f"| protocol | runs ({' / '.join(VARIANTS)}) | "
+              "overrides |", "|---|---|---|"]
     for row in data["rows"]:
         if row["metric"] == "test_accuracy":
-            n = "/".join(str(e["n"]) for e in row["variants"].values())
-            lines.append(f"| {row['protocol']} | {n} (seeds per variant) | {row['overrides']} |")
+            n = " / ".join(str(row["variants"][v]["n"]) if v in row["variants"] else "0"
+                           for v in VARIANTS)
+            lines.append(f"| {row['protocol']} | {n} | {row['overrides']} |")
     lines += ["", "## Test accuracy", "",
               "Each cell: mean ± SD [95% CI] (n); ✓ where the mean is inside the paper's "
               "interval. *Gap closed*: the share of the first protocol's distance to the "
@@ -207,9 +209,10 @@ def data_checksums(directory):
 
 def plot(data, path, metric="test_accuracy"):
     """One panel per variant: each protocol's accuracies (``metric``) over seeds as a
-    histogram on bins shared by all panels, the paper's mean a red dotted line."""
+    histogram on bins shared by all panels, the paper's mean a black dotted line."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     from nemot.evaluation.plots import histograms
 
@@ -226,9 +229,10 @@ def plot(data, path, metric="test_accuracy"):
             if count is not None:
                 ax.stairs(count, edges, color=f"C{k}", linewidth=1.5,
                           label=f"{label} (n={int(count.sum())})")
-        ax.axvline(data["paper"][variant]["mean"], color="C3", linestyle=":", linewidth=2,
+        ax.axvline(data["paper"][variant]["mean"], color="black", linestyle=":", linewidth=2,
                    label="paper's mean")
         ax.set_ylabel(variant)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].legend(fontsize="small", frameon=False, loc="upper left")
     axes[-1].set_xlabel(f"{metric} ({READINGS[metric]})")
     figure.suptitle("NAMES, Simple-LSTM: test accuracy over seeds under each protocol")
