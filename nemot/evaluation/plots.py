@@ -220,7 +220,8 @@ def histograms(values_by_variant, bins=12):
     return edges, {v: np.histogram(x, edges)[0] for v, x in shown.items()}
 
 
-def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12, colours=None):
+def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12, colours=None,
+                       reference=None):
     """One histogram per variant of a metric's values over seeds, on shared bins (the form
     of the modulated-activation paper's Table 8), each with its mean as a dashed line;
     returns the :func:`histograms` drawn.
@@ -232,6 +233,8 @@ def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12, 
         bins: the number of bins over the range of all values.
         colours: ``{variant: matplotlib colour}`` (default one per variant, in order), so
             that a variant keeps its colour of another figure.
+        reference: ``{variant: value}`` drawn as a black dotted line (the paper's mean);
+            the axis widens to show it.
     """
     edges, counts = histograms(values_by_variant, bins)
     colours = colours or {v: f"C{i % 10}" for i, v in enumerate(values_by_variant)}
@@ -240,11 +243,16 @@ def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12, 
     for ax, (variant, count) in zip(axes, counts.items()):
         ax.stairs(count, edges, fill=True, color=colours[variant], alpha=0.8)
         ax.axvline(np.mean(values_by_variant[variant]), color="0.2", linestyle="--",
-                   linewidth=1)
+                   linewidth=1, label="mean")
+        if (reference or {}).get(variant) is not None:
+            ax.axvline(reference[variant], color="black", linestyle=":", linewidth=1.5,
+                       label="paper")
         ax.set_ylabel(f"{variant}\n(n={int(count.sum())})")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1].xaxis.set_major_locator(MaxNLocator(nbins=6))
     axes[-1].set_xlabel(metric)
+    if any(v is not None for v in (reference or {}).values()):
+        axes[0].legend(loc="upper left", fontsize="small", frameon=False)
     figure.suptitle(title or f"{metric} over runs")
     figure.savefig(out_png, dpi=120)
     return edges, counts

@@ -457,8 +457,9 @@ def plot_distributions(data, path, metric=None):
     of the modulated-activation paper's Table 8;
     :func:`nemot.evaluation.plots.plot_distributions`), each row in its colour of the
     comparison figure: ``metric`` (a recipe's ``DISTRIBUTION_METRIC``) or the first one
-    reported. Non-finite values (a diverged run) are left out; returns the metric drawn, or
-    None when no row has a finite value of it."""
+    reported, with the paper's number as a reference line where there is one. Non-finite
+    values (a diverged run) are left out; returns the metric drawn, or None when no row has
+    a finite value of it."""
     from nemot.evaluation.plots import plot_distributions as histograms
 
     summary = data["summary"]
@@ -468,8 +469,9 @@ def plot_distributions(data, path, metric=None):
               for v in summary if metric in summary[v]} if metric else {}
     if not any(values.values()):
         return None
+    paper = {v: summary[v][metric].get("paper") for v in values}
     histograms(values, path, metric, title=f"{data['manifest']['name']}: {metric} over seeds",
-               colours=colours(list(summary)))
+               colours=colours(list(summary)), reference=paper)
     return metric
 
 

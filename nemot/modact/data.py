@@ -5,7 +5,12 @@
   the width and height, nearest fill) and mirrored left-right, as the Keras
   ``cifar10_cnn`` example's ``ImageDataGenerator`` did.
 - NAMES: about 10% held out for test; characters as ids 1..57 of the tutorial's
-  alphabet (0 pads).
+  alphabet (0 pads). The readings of what the paper leaves open are switches:
+  ``split`` (any row, or whole names so that no test name occurs in training),
+  ``deduplicate`` (each name once per language), ``alphabet`` and ``unknown`` (the
+  tutorial's character sets and what becomes of a character outside them) and
+  ``padding`` (after or before the name; the model's ``mask_padding`` says whether the
+  LSTM skips it).
 - SST-2, ``layout = "sst5"`` (the default; the paper's split): the paper held out "about
   20% of the data set" for test. SST-2 is SST's sentences without the neutral ones,
   binarised; its sentence-level files here are the minBERT project's SST-5
@@ -30,6 +35,7 @@ import collections
 import dataclasses
 import functools
 import math
+import string
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +49,17 @@ SOURCES = {"cifar10": ("files", "tfds"), "names": ("files",), "sst2": ("files", 
 SST2_LAYOUTS = ("sst5", "glue")
 # SST-5 labels -> SST-2's (minBERT's ids-sst files: 0 very negative ... 4 very positive).
 SST5_TO_SST2 = {0: 0, 1: 0, 3: 1, 4: 1}
+# NAMES' character sets: the PyTorch char-RNN tutorial's final notebook (its
+# unicodeToAscii keeps these), its data.py (adds the hyphen) and its first version
+# (letters only, every other character one-hot at the last letter).
+NAMES_ALPHABETS = {"tutorial": names.LETTERS, "tutorial_script": names.LETTERS + "-",
+                   "letters": string.ascii_letters}
+# A character outside the alphabet after the accents are stripped: dropped (unicodeToAscii),
+# the last letter's id (the tutorial's letterToIndex finds -1, which indexes the last
+# one-hot column) or an id of its own.
+NAMES_UNKNOWN = ("drop", "last", "id")
+NAMES_SPLITS = ("rows", "names")
+PADDING = ("post", "pre")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +80,14 @@ class DataConfig:
         split_seed: seed of the held-out draws.
         augment: CIFAR-10: shift and mirror the training images.
         max_length: token sequences are cut to this many ids (0: no limit).
+        split: NAMES' test rows: ``"rows"`` (any row, so a name the files repeat can be
+            on both sides) or ``"names"`` (``test_fraction`` of the distinct names with
+            every row of each held out: no test name occurs in training).
+        deduplicate: NAMES: keep each (name, language) once (the files repeat 2,057).
+        alphabet: NAMES' characters, a key of :data:`NAMES_ALPHABETS`.
+        unknown: NAMES, a character outside ``alphabet`` (:data:`NAMES_UNKNOWN`).
+        padding: ``"post"`` (ids, then zeros) or ``"pre"`` (zeros, then ids: Keras'
+            ``pad_sequences``).
         train_file, test_file: SST-2 file names in ``dir`` (``layout = "glue"``).
         layout: SST-2's files: ``"sst5"`` (minBERT's SST-5 sentences, binarised, pooled
             and ``test_fraction`` held out: the paper's split) or ``"glue"`` (GLUE
@@ -81,8 +106,23 @@ class DataConfig:
     test_file: str = "dev.tsv"
     source: str = "files"
     layout: str = "sst5"
+    split: str = "rows"
+    deduplicate: bool = False
+    alphabet: str = "tutorial"
+    unknown: str = "drop"
+    padding: str = "post"
 
     def __post_init__(self):
+        for key, choices in (("split", NAMES_SPLITS), ("alphabet", tuple(NAMES_ALPHABETS)),
+                             ("unknown", NAMES_UNKNOWN), ("padding", PADDING)):
+            if getattr(self, key) not in choices:
+                raise ValueError(f"{key}={getattr(self, key)!r}: expected one of {choices}")
+        names_only = {"split": "rows", "deduplicate": False, "alphabet": "tutorial",
+                      "unknown": "drop"}
+        for key, default in names_only.items():
+            if self.dataset != "names" and getattr(self, key) != default:
+                raise ValueError(f"{key}={getattr(self, key)!r}: a NAMES setting; "
+                                 f"{self.dataset} has no use for it")
         if self.dataset not in DATASETS:
             raise ValueError(f"dataset={self.dataset!r}: expected one of {DATASETS}")
         for key in ("validation_fraction", "test_fraction"):
@@ -133,13 +173,17 @@ def hold_out(x, y, fraction, seed):
     return (x[order[n:]], y[order[n:]]), (x[order[:n]], y[order[:n]])
 
 
-def pad_ids(sequences, max_length=0):
-    """int32 [N, L] right-padded with 0 (L: the longest, or ``max_length``)."""
+def pad_ids(sequences, max_length=0, padding="post"):
+    """int32 [N, L] padded with 0 after (``"post"``) or before (``"pre"``) the ids (L: the
+    longest, or ``max_length``)."""
     if max_length:
         sequences = [s[:max_length] for s in sequences]
     out = np.zeros((len(sequences), max(map(len, sequences))), "int32")
     for row, ids in zip(out, sequences):
-        row[:len(ids)] = ids
+        if padding == "post":
+            row[:len(ids)] = ids
+        elif ids:
+            row[-len(ids):] = ids
     return out
 
 
@@ -172,20 +216,47 @@ def _cifar10(config):
     return Splits(train, validation, test, num_classes=10, input_shape=(32, 32, 3))
 
 
+def name_ids(name, alphabet, unknown):
+    """A name's ids: 1 + its characters' places in ``alphabet``; a character outside it
+    is dropped, the last letter's id (``"last"``) or ``len(alphabet) + 1`` (``"id"``)."""
+    unknown_id = {"drop": None, "last": len(alphabet), "id": len(alphabet) + 1}[unknown]
+    ids = [alphabet.find(c) + 1 or unknown_id for c in name]
+    return [i for i in ids if i is not None]
+
+
+def hold_out_names(texts, fraction, seed):
+    """A boolean mask of the rows held out: ``ceil(fraction D)`` of the D distinct
+    ``texts`` (in order of first appearance) drawn with ``seed``, every row of each."""
+    distinct = list(dict.fromkeys(texts))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    held = {distinct[i] for i in order[:math.ceil(fraction * len(distinct))]}
+    return np.array([t in held for t in texts], bool)
+
+
 def _names(config):
+    alphabet = NAMES_ALPHABETS[config.alphabet]
+    fold = alphabet if config.unknown == "drop" else None
     if config.synthetic:
         texts, y, languages = arrays.names(config.synthetic, config.split_seed)
+        texts = [names.to_ascii(t, fold) if fold else t for t in texts]
     else:
-        texts, y, languages = names.read_names(config.dir)
-    ids = pad_ids([[names.LETTERS.index(c) + 1 for c in name] for name in texts],
-                  config.max_length)
-    rest, test = hold_out(ids, y, config.test_fraction, config.split_seed)
-    train, validation = hold_out(*rest, config.validation_fraction, config.split_seed + 1)
-    if test is None:
+        texts, y, languages = names.read_names(config.dir, fold)
+    if config.deduplicate:
+        pairs = list(dict.fromkeys(zip(texts, y.tolist())))
+        texts, y = [t for t, _ in pairs], np.asarray([label for _, label in pairs], "int32")
+    ids = pad_ids([name_ids(t, alphabet, config.unknown) for t in texts], config.max_length,
+                  config.padding)
+    if not config.test_fraction:
         raise ValueError("names: test_fraction: the corpus has no test file; hold out a "
                          "fraction (the paper: about 0.1)")
+    if config.split == "names":
+        held = hold_out_names(texts, config.test_fraction, config.split_seed)
+        rest, test = (ids[~held], y[~held]), (ids[held], y[held])
+    else:
+        rest, test = hold_out(ids, y, config.test_fraction, config.split_seed)
+    train, validation = hold_out(*rest, config.validation_fraction, config.split_seed + 1)
     return Splits(train, validation, test, num_classes=len(languages),
-                  vocab_size=len(names.LETTERS) + 1)
+                  vocab_size=len(alphabet) + 1 + (config.unknown == "id"))
 
 
 def sst2(examples):
@@ -226,7 +297,7 @@ def _sst2(config):
 
     def encode(sentences):
         return pad_ids([[vocabulary.get(w, 1) for w in s.split()] or [1] for s in sentences],
-                       config.max_length)
+                       config.max_length, config.padding)
 
     train, validation = hold_out(encode(train[0]), train[1], config.validation_fraction,
                                  config.split_seed)

@@ -20,8 +20,10 @@ A config::
 (last epoch).
 """
 
+import csv
 import dataclasses
 import math
+from pathlib import Path
 
 from nemot.experiments import protocol
 from nemot.experiments.config import settings
@@ -86,6 +88,11 @@ class TrainConfig:
         steps_per_execution: training steps per compiled call (Keras ``compile``); 0 is
             a whole epoch per call, which saves most of the per-step overhead of the
             small LSTMs (the same updates, in the same order).
+        test_each_epoch: also score the test split after every epoch (``results.csv``'s
+            ``val_metric`` column; nothing is selected with it) and report
+            ``test_accuracy_epoch_mean`` (over the epochs) and ``test_accuracy_epoch_best``
+            (the best epoch's): the readings of a paper whose "100 epochs were collected"
+            may mean a number over epochs rather than the last one.
         verbose: Keras fit verbosity.
     """
 
@@ -99,6 +106,7 @@ class TrainConfig:
     steps_per_epoch: int = 0
     jit_compile: bool = False
     steps_per_execution: int = 1
+    test_each_epoch: bool = False
     verbose: int = 0
 
     def __post_init__(self):
@@ -194,10 +202,15 @@ def data_source(experiment, splits, seed):
     def validation(batch_size, input_context):
         return shard(data.eval_dataset(splits.validation, batch_size, images), input_context)
 
+    def test_accuracy(model):
+        test = data.eval_dataset(splits.test, experiment.train.batch_size, images)
+        return float(model.evaluate(test, return_dict=True, verbose=0)["accuracy"])
+
     steps = experiment.train.steps_per_epoch or math.ceil(
         len(splits.train[1]) / experiment.train.batch_size)
     return loop.DataSource(train=train, steps_per_epoch=steps,
-                           validation=validation if splits.validation else None)
+                           validation=validation if splits.validation else None,
+                           metric=test_accuracy if experiment.train.test_each_epoch else None)
 
 
 def compile_model(model, train, total_steps, steps_per_epoch=1):
@@ -257,6 +270,11 @@ def run_one(experiment, variant, seed, run_dir):
                "train_accuracy": result.history["accuracy"][-1]}
     if "val_accuracy" in result.history:
         metrics["validation_accuracy"] = result.history["val_accuracy"][-1]
+    if train.test_each_epoch:
+        with open(Path(run_dir, "results.csv"), newline="", encoding="utf-8") as handle:
+            per_epoch = [float(row["val_metric"]) for row in csv.DictReader(handle)]
+        metrics["test_accuracy_epoch_mean"] = sum(per_epoch) / len(per_epoch)
+        metrics["test_accuracy_epoch_best"] = max(per_epoch)
     return metrics
 
 

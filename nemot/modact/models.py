@@ -39,6 +39,8 @@ class ModelConfig:
         cell: LSTM: one of :data:`CELLS`.
         hidden: LSTM hidden size.
         embedding_dim: LSTM input embedding size.
+        mask_padding: LSTM: skip the padding ids (0), so the last hidden state is the
+            one at the last real token; False runs the cell over the padding too.
         vocab_size, num_classes, input_shape: filled from the data by the experiment.
     """
 
@@ -51,6 +53,7 @@ class ModelConfig:
     cell: str = "lstm"
     hidden: int = 32
     embedding_dim: int = 128
+    mask_padding: bool = True
     vocab_size: int = 0
     num_classes: int = 10
     input_shape: tuple = (32, 32, 3)
@@ -132,10 +135,12 @@ def lstm_cell(config):
 def lstm_classifier(config):
     """Token ids -> embedding -> one LSTM layer -> last hidden state -> dropout -> logits.
 
-    Id 0 is padding (masked: the last hidden state is the one at the last real token).
+    Id 0 is padding (masked unless ``mask_padding`` is False: the last hidden state is
+    the one at the last real token).
     """
     inputs = keras.Input((None,), dtype="int32")
-    x = layers.Embedding(config.vocab_size, config.embedding_dim, mask_zero=True)(inputs)
+    x = layers.Embedding(config.vocab_size, config.embedding_dim,
+                         mask_zero=config.mask_padding)(inputs)
     x = layers.RNN(lstm_cell(config))(x)
     x = layers.Dropout(config.dropout)(x)
     outputs = layers.Dense(config.num_classes)(x)

@@ -95,3 +95,23 @@ def test_distributions_share_their_bins_and_count_every_run(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="no values"):
         plots.histograms({"C3": []})
+
+
+def test_distributions_draw_the_papers_mean_where_given(tmp_path, monkeypatch):
+    from matplotlib.axes import Axes
+
+    lines = []
+    axvline = Axes.axvline
+
+    def recorded(ax, x, **kwargs):
+        lines.append((kwargs.get("label"), round(float(x), 4), ax))
+        return axvline(ax, x, **kwargs)
+
+    monkeypatch.setattr(Axes, "axvline", recorded)
+    values = {"modulated": [0.83, 0.84], "C1": [0.82, 0.83]}
+    plots.plot_distributions(values, tmp_path / "d.png", "test_accuracy",
+                             reference={"modulated": 0.779, "C1": None})
+    assert [(label, x) for label, x, _ in lines] == [
+        ("mean", 0.835), ("paper", 0.779), ("mean", 0.825)]
+    paper_axes = lines[1][2]
+    assert paper_axes.get_xlim()[0] < 0.779  # the axis widened to show it
