@@ -3,7 +3,7 @@
 A CPU-sized NeMoT (d 256, 4 heads, d_ff 1024, Y = M = Z = 2, random weights,
 no vanilla head) greedily generates 64 tokens after a 512-token prompt, batch 1:
 
-- ``cached``: ``nemot.evaluation.decoding.Generator`` (KV caches in all three
+- ``cached``: ``nemot.models.generation.Generator`` (KV caches in all three
   sets, one compiled while-loop);
 - ``full_recompute``: a compiled forward pass of the whole 3 + 576 buffer per
   new token (the model's own ``call``, logits at every position, as decoding
@@ -105,7 +105,7 @@ def _keras_hub_generate(lm, prompt_text, new_tokens):
 
 
 def run():
-    from nemot.evaluation.decoding import Generator
+    from nemot.models.generation import Generator
 
     model = _nemot()
     prompt = _prompt(model)

@@ -279,7 +279,7 @@ def decode_child(name, tiny, batches=None, out=None):
 
     import nemot
     from nemot import vocab
-    from nemot.evaluation.decoding import Generator
+    from nemot.models.generation import Generator
 
     run = sizes(tiny)
     keras.config.set_dtype_policy("mixed_bfloat16")

@@ -38,7 +38,7 @@ _LAZY = {
     "export_vanilla_set": ("nemot.models.gpt2", "export_vanilla_set"),
     "NeMoTLoss": ("nemot.models.losses", "NeMoTLoss"),
     "ModulationSpec": ("nemot.modulation.spec", "ModulationSpec"),
-    "generate": ("nemot.evaluation.decoding", "generate"),
+    "generate": ("nemot.models.generation", "generate"),
     "perplexity": ("nemot.evaluation.perplexity", "perplexity"),
     "metrics": ("nemot.evaluation.metrics", None),
     "optimizers": ("nemot.optimizers", None),

@@ -38,7 +38,7 @@ def fit_and_decode(model, tasks, vocab):
     """One ``fit`` step on a batch of ``tasks``; cached and recomputed greedy decoding."""
     import keras
 
-    from nemot.evaluation.decoding import generate, generate_by_recomputation, has_cache
+    from nemot.models.generation import generate, generate_by_recomputation, has_cache
 
     rng = np.random.default_rng(0)
     text = rng.integers(0, 1000, (len(tasks), 12)).astype("int32")

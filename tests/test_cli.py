@@ -108,7 +108,7 @@ def test_generate_answers_prompts_from_a_checkpoint(tmp_path, capsys):
     assert all(1 <= len(line["ids"]) <= 3 or line["ids"] == [] for line in lines)
     # The same ids as decoding directly with the library.
     from nemot.data import Tokenizer
-    from nemot.evaluation.decoding import generate
+    from nemot.models.generation import generate
     tok = nemot.vocab
     aux = [tok.CLS_ID, tok.DEC_ID, tok.task_token_id("gqa")]
     direct = generate(model, [aux + Tokenizer().encode(p)

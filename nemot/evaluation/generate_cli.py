@@ -54,7 +54,7 @@ def main(args):
     prompts = read_prompts(args)
     check_checkpoint(args.checkpoint)
     from nemot.data import Tokenizer
-    from nemot.evaluation.decoding import generate
+    from nemot.models.generation import generate
     from nemot.evaluation.evaluate import load_checkpoint, run_defaults
 
     tokenizer = Tokenizer(args.tokenizer)

@@ -5,10 +5,10 @@ of training both go through :func:`decode_predictions`, so a model is scored the
 same way wherever it is scored:
 
 - multiple choice in label mode: the argmax token at ``<sep>``
-  (:func:`nemot.evaluation.decoding.predict_labels`), decoded, e.g. ``"(2)"``;
+  (:func:`nemot.models.generation.predict_labels`), decoded, e.g. ``"(2)"``;
 - everything else: generation from ``prompt_ids`` until ``</s>``,
   ``max_new_tokens`` or the end of the model's window
-  (:func:`nemot.evaluation.decoding.generate`: cached for models with a cache,
+  (:func:`nemot.models.generation.generate`: cached for models with a cache,
   by recomputation otherwise), decoded and stripped.
 
 The prompts are the examples' ``prompt_ids`` as the formatter made them: the text
@@ -24,7 +24,7 @@ Example:
 """
 
 from nemot.data.tokenizer import Tokenizer
-from nemot.evaluation import decoding, metrics
+from nemot.models import generation as decoding, metrics
 
 
 def decode_predictions(model, examples, *, label_mode, tokenizer=None, max_new_tokens=32,

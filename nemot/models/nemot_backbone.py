@@ -256,7 +256,7 @@ class NeMoTBackbone(Backbone):
     @property
     def supports_cache(self):
         """False when a hosted modulation keeps no key/value cache (PALs): the model then
-        decodes by recomputation (``nemot.evaluation.decoding``)."""
+        decodes by recomputation (``nemot.models.generation``)."""
         return all(m.supports_cache for m in self._flatten_layers()
                    if isinstance(m, Modulation))
 

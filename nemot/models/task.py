@@ -200,7 +200,7 @@ class TextToTextCausalLM(CausalLM):
                 ``compile``, greedy unless set).
             batch_size: prompts per compiled call (default: all at once).
         """
-        from nemot.evaluation.decoding import generate
+        from nemot.models.generation import generate
 
         stop = (vocab.END_ID,) if isinstance(stop_token_ids, str) and stop_token_ids == "auto" \
             else tuple(stop_token_ids or ())

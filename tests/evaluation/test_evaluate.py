@@ -10,7 +10,7 @@ import pytest
 
 import nemot
 from nemot.data import Formatter, Tokenizer, registry
-from nemot.evaluation import decoding, evaluate, evaluate_cli, metrics, scoring
+from nemot.models import generation as decoding, evaluate, evaluate_cli, metrics, scoring
 from nemot.evaluation.perplexity import sliding_windows
 from nemot.evaluation.report import read_predictions
 from tests.data import fixtures

@@ -13,7 +13,7 @@ from keras import ops
 import nemot
 from nemot import dropout as drop
 from nemot import vocab
-from nemot.evaluation.decoding import generate
+from nemot.models.generation import generate
 from nemot.layers import MultiHeadAttention
 from nemot.layers.masks import mask_from_positions
 from tests.layers import attention_cases

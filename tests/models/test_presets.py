@@ -18,7 +18,7 @@ import tensorflow as tf
 
 import nemot
 from nemot import vocab
-from nemot.evaluation.decoding import generate_by_recomputation
+from nemot.models.generation import generate_by_recomputation
 from nemot.models.baseline import GPT2BaselineCausalLM, build_baseline
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -324,7 +324,7 @@ def test_the_nemot_general_experiment_with_pals_builds(monkeypatch):
 
 
 def test_a_pal_model_generates_by_recomputation():
-    from nemot.evaluation import decoding
+    from nemot.models import generation as decoding
 
     keras.utils.set_random_seed(2)
     spec = {"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}

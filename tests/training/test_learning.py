@@ -1,6 +1,6 @@
 """Proof that learning works: a tiny NeMoT learns the synthetic QA tasks through the
 public path (``compile`` with ``NeMoTLoss``, ``fit`` on an ``examples_dataset``),
-then greedy decoding (``nemot.evaluation.decoding``) scores held-out examples
+then greedy decoding (``nemot.models.generation``) scores held-out examples
 (multiple choice here, span generation in test_learning_span.py: the two run on
 different pytest-xdist workers). The multiple-choice proof uses the category task (is
 the passage word an animal?): it is learnt in ~100 steps, where the option-matching task

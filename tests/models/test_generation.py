@@ -9,7 +9,7 @@ import pytest
 import nemot
 from nemot import vocab
 from nemot.data import Formatter, QAExample, Tokenizer
-from nemot.evaluation import decoding
+from nemot.models import generation as decoding
 
 GQA, LM, MQA = (vocab.task_token_id(name) for name in ("gqa", "lm", "mqa"))
 MAX_NEW = 6
@@ -249,3 +249,10 @@ def test_logits_at_picks_each_rows_position():
     picked = keras.ops.convert_to_numpy(decoding.logits_at(keras.ops.convert_to_tensor(logits),
                                                            positions))
     np.testing.assert_array_equal(picked, logits[np.arange(3), positions])
+
+
+def test_the_evaluation_command_offers_the_reductions_scoring_implements():
+    from nemot.evaluation import options
+    from nemot.models import generation
+
+    assert set(options.REDUCTIONS) == set(generation.REDUCTIONS)

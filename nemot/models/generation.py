@@ -54,7 +54,10 @@ from keras import ops
 from nemot import backend, vocab
 from nemot.data.format import Formatter, truncate
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
-from nemot.evaluation.options import REDUCTIONS
+
+# How an option's likelihood combines its tokens' log-probabilities (the evaluation
+# command's --score-reduction choices, nemot.evaluation.options.REDUCTIONS).
+REDUCTIONS = {"mean": np.mean, "sum": np.sum}
 
 # Samplers whose ``next`` needs hidden states, which the cached call does not return.
 _UNSUPPORTED_SAMPLERS = ("ContrastiveSampler",)
@@ -519,7 +522,7 @@ def score_options(model, formatter, examples, reduction="mean", batch_size=8, po
         A list (per example) of lists of option scores; the prediction is the argmax.
     """
     if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        raise ValueError(f"reduction must be one of {sorted(REDUCTIONS)}, got {reduction!r}")
     pos_tagger = resolve_pos_tagger(model, pos_tagger)
     answers = Formatter(formatter.tokenizer, formatter.max_text_length, formatter.mode,
                         formatter.task_token, mqa_mode="generate")
@@ -545,5 +548,5 @@ def score_options(model, formatter, examples, reduction="mean", batch_size=8, po
         chunk = slice(first, first + batch_size)
         log_probs = answer_log_probs(model, sequences[chunk], answer_lengths[chunk], pos_tagger)
         for owner, values in zip(owners[chunk], log_probs):
-            scores[owner].append(float(values.mean() if reduction == "mean" else values.sum()))
+            scores[owner].append(float(REDUCTIONS[reduction](values)))
     return scores
