@@ -87,8 +87,11 @@ class TextToTextCausalLM(CausalLM):
                         sampler=sampler, **kwargs)
 
     def compile_from_config(self, config):
-        """Compile as the saved model was (Keras skips a custom ``compile`` otherwise)."""
+        """Compile as the saved model was (Keras skips a custom ``compile`` otherwise), and
+        build the optimizer, as Keras does, so that its saved slots load into it."""
         self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def on_compile_loss(self, loss):
         """Hook for tasks whose layers depend on the active terms."""
