@@ -62,7 +62,8 @@ from nemot.data import Formatter, Tokenizer, registry
 from nemot.data.format import MQA_MODES
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 from nemot.errors import ConfigError
-from nemot.models import generation as decoding, scoring
+from nemot.evaluation import scoring
+from nemot.models import generation as decoding
 from nemot.evaluation.options import DEFAULT_MAX_NEW_TOKENS, MC_MODES, TASKS, check_checkpoint
 from nemot.evaluation.perplexity import perplexity
 from nemot.evaluation.report import write_lm_report, write_report

@@ -24,7 +24,8 @@ Example:
 """
 
 from nemot.data.tokenizer import Tokenizer
-from nemot.models import generation as decoding, metrics
+from nemot.evaluation import metrics
+from nemot.models import generation as decoding
 
 
 def decode_predictions(model, examples, *, label_mode, tokenizer=None, max_new_tokens=32,

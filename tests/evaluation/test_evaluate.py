@@ -10,7 +10,8 @@ import pytest
 
 import nemot
 from nemot.data import Formatter, Tokenizer, registry
-from nemot.models import generation as decoding, evaluate, evaluate_cli, metrics, scoring
+from nemot.evaluation import evaluate, evaluate_cli, metrics, scoring
+from nemot.models import generation as decoding
 from nemot.evaluation.perplexity import sliding_windows
 from nemot.evaluation.report import read_predictions
 from tests.data import fixtures
