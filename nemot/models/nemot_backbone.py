@@ -91,7 +91,9 @@ class TextToTextInputs(keras.layers.Layer):
 
     def call(self, token_ids):
         token_ids = ops.cast(token_ids, "int32")
-        aux_ids, text_ids = token_ids[:, :vocab.NUM_AUX], token_ids[:, vocab.NUM_AUX:]
+        # The reshape tells shape inference (and model.summary()) there are NUM_AUX of them.
+        aux_ids = ops.reshape(token_ids[:, :vocab.NUM_AUX], (-1, vocab.NUM_AUX))
+        text_ids = token_ids[:, vocab.NUM_AUX:]
         self.check_text_length(text_ids.shape[1])
         if self.reads_aux_tokens:
             self.check_aux_tokens(aux_ids)

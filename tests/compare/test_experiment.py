@@ -198,4 +198,5 @@ def test_every_variant_of_the_thesis_pool_config_builds_at_tiny_size():
         plain = plain or model.count_params()
         assert (model.count_params() > plain) == (variant != "none"), variant
     ngt = pool.build(experiment, "ngt_block", pool.run_config(experiment, "ngt_block", 0))
-    assert ngt.gating == {"num_layers": 3, "position": 1} and not ngt.supports_cache
+    assert ngt.backbone.gating == {"num_layers": 3, "position": 1}
+    assert not ngt.backbone.supports_cache

@@ -78,4 +78,4 @@ def test_summary_of_a_called_and_of_a_reloaded_nemot(tmp_path):
                for line in text.splitlines()), text
     model.save(tmp_path / "m.keras")
     reloaded = nemot.load_model(tmp_path / "m.keras")
-    assert f"Total params: {model.count_params():,}" in summary_text(reloaded)
+    assert f"Trainable params: {model.count_params():,}" in summary_text(reloaded)
