@@ -91,8 +91,9 @@ class TextToTextInputs(keras.layers.Layer):
 
     def call(self, token_ids):
         token_ids = ops.cast(token_ids, "int32")
-        # The reshape tells shape inference (and model.summary()) there are NUM_AUX of them.
-        aux_ids = ops.reshape(token_ids[:, :vocab.NUM_AUX], (-1, vocab.NUM_AUX))
+        # A gather of fixed positions tells shape inference (and model.summary()) there are
+        # NUM_AUX of them, under TensorFlow's unknown and JAX's symbolic sequence lengths.
+        aux_ids = ops.take(token_ids, list(range(vocab.NUM_AUX)), axis=1)
         text_ids = token_ids[:, vocab.NUM_AUX:]
         self.check_text_length(text_ids.shape[1])
         if self.reads_aux_tokens:

@@ -173,7 +173,7 @@ def test_dense_modulations_keep_the_plain_weight_names_for_gpt2():
     model = nemot.build_model(cfg)
     layer = model.backbone.vanilla_set.transformer_layers[0]
     assert isinstance(layer.feedforward_output_dense, ScaledDense)
-    plain = nemot.build_model(TINY).vanilla_set.transformer_layers[0]
+    plain = nemot.build_model(TINY).backbone.vanilla_set.transformer_layers[0]
     assert layer.feedforward_output_dense.kernel.shape == plain.feedforward_output_dense.kernel.shape
 
 
@@ -191,7 +191,7 @@ def test_cached_decoding_passes_the_conditioning(tmp_path):
     valid = np.zeros((1, 8), bool)
     valid[0, :3] = True
     aux = np.array([prompt[:3]], "int32")
-    step, cache = model.call_with_cache(aux, np.array([prompt[3:5]], "int32"), cache, 0, valid)
+    step, cache = model.prefill(aux, np.array([prompt[3:5]], "int32"), cache, valid)
     step, cache = model.call_with_cache(aux, np.array([prompt[5:6]], "int32"), cache, 2, valid)
     np.testing.assert_allclose(np.asarray(step)[0, -1], full, atol=1e-5)
 
