@@ -179,7 +179,7 @@ def check_files(out):
             reader = tf.train.load_checkpoint(latest)
             for key in reader.get_variable_to_shape_map():
                 reader.get_tensor(key)
-        except (tf.errors.OpError, ValueError) as error:
+        except (tf.errors.OpError, ValueError, IndexError) as error:  # a cut data file
             corrupt.append(f"{Path(latest).name} ({type(error).__name__})")
     return corrupt
 

@@ -22,10 +22,19 @@ Example:
     >>> ckpt.save()                    # ckpt-<step>
 """
 
+import logging
 import os
 import shutil
 
 import tensorflow as tf
+
+from nemot.errors import UserError
+
+logger = logging.getLogger(__name__)
+
+
+class CheckpointError(UserError, ValueError):
+    """No checkpoint of a run directory can be read."""
 
 
 def seed_states(model):
@@ -75,6 +84,7 @@ class TrainingCheckpoint:
             self.directory, f".worker_{worker_id}_scratch")
         self.manager = tf.train.CheckpointManager(self.checkpoint, target, max_to_keep=keep,
                                                   checkpoint_name="ckpt")
+        self.restored = None
 
     @property
     def step(self):
@@ -87,12 +97,35 @@ class TrainingCheckpoint:
         return latest_checkpoint(self.directory)
 
     def restore(self):
-        """Restore the newest checkpoint if there is one; returns the restored step (or 0)."""
+        """Restore the newest readable checkpoint if there is one; returns the restored
+        step (or 0).
+
+        A checkpoint whose files cannot be read (cut short by a disk that lost the end of
+        a write) is named in a warning and the one before it is restored: every
+        checkpoint holds the whole state, so the run repeats the steps in between and
+        ends as it would have. When none can be read, the error names the directory.
+        """
+        saved = list(self.manager.checkpoints)
         latest = self.latest
-        if latest is None:
-            return 0
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
-        return self.step
+        if latest is not None and latest not in saved:
+            saved.append(latest)
+        damaged = []
+        for path in reversed(saved):
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+            except (tf.errors.OpError, IndexError, ValueError) as error:
+                damaged.append(f"{os.path.basename(path)} ({type(error).__name__}: {error})")
+                continue
+            if damaged:
+                logger.warning("%s: skipped the unreadable checkpoint(s) %s; resumed from %s",
+                               self.directory, "; ".join(damaged), os.path.basename(path))
+            self.restored = path
+            return self.step
+        if damaged:
+            raise CheckpointError(
+                f"{self.directory}: no checkpoint can be read ({'; '.join(damaged)}): "
+                "delete the directory to start the run again")
+        return 0
 
     def save(self):
         """Write ``ckpt-<step>`` (every worker calls this; see ``is_chief``)."""

@@ -274,7 +274,7 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
     if step:
         logger.info("resumed from step %d (checkpoint %s), data position: global batch %d of "
                     "the training stream (example %d at batch size %d), epoch %d at step %d "
-                    "of %d", step, checkpoint.latest, step, step * train.batch_size,
+                    "of %d", step, checkpoint.restored, step, step * train.batch_size,
                     train.batch_size, step // spe + 1, step % spe, spe)
     guard = cb.NonFiniteGuard()
     validation = cb.EpochValidation(out_dir, source.metric, guard, enabled=is_chief,

@@ -103,3 +103,43 @@ def test_a_second_run_into_a_directory_in_use_is_refused(tmp_path, tiny):
                   source=tiny_source())
     assert json.loads((out / "best.json").read_text())["loss_epoch"] is None
     assert not (out / files.LOCK_FILE).exists()
+
+
+def _cut(path):
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+
+
+def test_a_cut_newest_checkpoint_is_skipped_for_the_one_before_it(tmp_path, caplog):
+    # A disk that lost the end of a written checkpoint: the run resumes from the previous
+    # one (it holds the whole state) and says which it skipped; none readable is an error.
+    import keras
+    import numpy as np
+
+    from nemot.training.checkpoints import CheckpointError, TrainingCheckpoint
+
+    def model():
+        net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        net.compile(keras.optimizers.Adam())
+        return net
+
+    saved = model()
+    checkpoint = TrainingCheckpoint(saved, tmp_path, keep=3)
+    kernels = {}
+    for step in (2, 4):
+        saved.optimizer.iterations.assign(step)
+        saved.layers[0].kernel.assign(np.full((3, 2), step, "float32"))
+        kernels[step] = saved.layers[0].kernel.numpy()
+        checkpoint.save()
+    _cut(next(tmp_path.glob("ckpt-4.data-*")))
+
+    restored = model()
+    with caplog.at_level("WARNING", logger="nemot.training.checkpoints"):
+        assert TrainingCheckpoint(restored, tmp_path).restore() == 2
+    np.testing.assert_array_equal(restored.layers[0].kernel.numpy(), kernels[2])
+    assert "skipped the unreadable checkpoint(s) ckpt-4" in caplog.text
+    assert "resumed from ckpt-2" in caplog.text
+
+    _cut(next(tmp_path.glob("ckpt-2.data-*")))
+    with pytest.raises(CheckpointError, match="no checkpoint can be read .*ckpt-4.*ckpt-2"):
+        TrainingCheckpoint(model(), tmp_path).restore()
