@@ -55,6 +55,10 @@ def load_model(path, compile=True, **kwargs):
     registration.register()
     import keras
 
+    from nemot.models.weights import load_uncompiled
+
+    if not compile:
+        return load_uncompiled(path, **kwargs)
     return keras.models.load_model(path, compile=compile, **kwargs)
 
 

@@ -75,7 +75,12 @@ def compare(protocols):
     the reference whose gap to the paper the others are measured against."""
     rows, values = [], {}
     for label, directory in protocols.items():
-        manifest, results = collect(directory)
+        manifest, groups = collect(directory)
+        mixed = sorted(g.label for g in groups if g.label != g.variant)
+        if mixed:
+            raise ValueError(f"{directory}: runs of one variant with different settings "
+                             f"({', '.join(mixed)}); one protocol is one set of settings")
+        results = {g.variant: g.metrics for g in groups}
         if manifest["name"] != EXPERIMENT:
             raise ValueError(f"{directory}: runs of {manifest['name']!r}; expected "
                              f"{EXPERIMENT!r} (configs/modact/names_lstm.toml)")

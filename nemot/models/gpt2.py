@@ -30,6 +30,7 @@ from keras import ops
 
 from nemot import vocab
 from nemot.config import NeMoTConfig
+from nemot.models.weights import load_uncompiled
 
 # Vanilla-set sizes of the GPT-2 models (NeMoTConfig fields, on top of the thesis preset).
 GPT2_SIZES = {
@@ -286,7 +287,7 @@ def export_vanilla_set(model, out_dir):
         if Path(model).suffix != ".keras":
             raise ValueError(f"{model}: expected a model saved as a .keras file "
                              "(keras.Model.save), or the model itself")
-        model = keras.saving.load_model(model, compile=False)
+        model = load_uncompiled(model)
     cfg = model.config
     vanilla_set = model.backbone.vanilla_set
     check_gpt2_layout(cfg, f"export of the vanilla set to {out_dir}")

@@ -9,6 +9,8 @@ per component rather than weight by weight.
 
 import dataclasses
 
+import warnings
+
 import keras
 import numpy as np
 
@@ -167,7 +169,7 @@ def load_pretrained(model, path, skip=()):
     if unknown:
         raise ValueError(f"skip {unknown}: no such component; the components are "
                          f"{sorted(components)}")
-    source = keras.models.load_model(path, compile=False)
+    source = load_uncompiled(path)
     parts = match_weights(source, model)
     mismatches = {name: part.mismatch() for name, part in parts.items()
                   if name not in skip and part.mismatch()}
@@ -186,3 +188,12 @@ def load_pretrained(model, path, skip=()):
     return PretrainedStart(str(path), copied, tuple(skip),
                            {name: part.in_source for name, part in parts.items()
                             if not part.in_target})
+
+
+def load_uncompiled(path, **kwargs):
+    """``keras.models.load_model(path, compile=False)`` without Keras' warning that the
+    saved optimizer's variables are skipped: a task makes a default optimizer as it is
+    built (as KerasHub's tasks do), and a load without compiling wants none of them."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+        return keras.models.load_model(path, compile=False, **kwargs)

@@ -298,8 +298,10 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
                 h = distributed.multi_worker_fit(model, strategy, train_ds,
                                                  jit_compile=train.jit_compile, **kwargs)
             else:
-                # shuffle=False: the datasets are already in their seeded order.
-                h = model.fit(train_ds, shuffle=False, **kwargs)
+                # The batches are token ids and targets already (under a strategy, a
+                # distributed dataset, which KerasHub's fit would try to convert): Keras'
+                # own fit. shuffle=False: the datasets are already in their seeded order.
+                h = keras.Model.fit(model, train_ds, shuffle=False, **kwargs)
         for key, values in h.history.items():
             history.setdefault(key, []).extend(values)
         new_step = checkpoint.step

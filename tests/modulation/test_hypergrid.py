@@ -439,7 +439,7 @@ def test_nemot_hosts_hypergrid_trains_a_step_and_decodes_with_the_cache():
     assert isinstance(vanilla.feedforward_output_dense, HyperGridDense)
     assert isinstance(out_layer.feedforward_intermediate_dense, HyperGridDense)
     assert isinstance(out_layer.activation_modulation, OutputGate)
-    plain = nemot.build_model(TINY).vanilla_set.transformer_layers[0]
+    plain = nemot.build_model(TINY).backbone.vanilla_set.transformer_layers[0]
     assert vanilla.feedforward_output_dense.kernel.shape == plain.feedforward_output_dense.kernel.shape
 
     x = ids(["lm", "gqa"])
@@ -458,7 +458,9 @@ def test_nemot_hosts_hypergrid_trains_a_step_and_decodes_with_the_cache():
     full = np.asarray(model({"token_ids": tokens}, training=False)["logits"])[0]
     cache = model.init_cache(1, 4)
     valid = np.ones((1, 4), bool)
-    for position in range(4):
+    step, cache = model.prefill(tokens[:, :3], tokens[:, 3:4], cache, valid)
+    np.testing.assert_allclose(np.asarray(step)[0, 0], full[0], atol=1e-5)
+    for position in range(1, 4):
         step, cache = model.call_with_cache(tokens[:, :3], tokens[:, 3 + position:4 + position],
                                             cache, position, valid)
         np.testing.assert_allclose(np.asarray(step)[0, 0], full[position], atol=1e-5)

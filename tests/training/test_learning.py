@@ -40,7 +40,7 @@ def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=25, 
                   jit_compile=False)
     dataset = pipelines.examples_dataset(train, batch_size=batch_size, max_text_length=n, seed=0)
     history = model.fit(dataset, epochs=steps // epoch_steps, steps_per_epoch=epoch_steps,
-                        verbose=0)
+                        shuffle=False, verbose=0)
     return model, history.history
 
 
