@@ -72,6 +72,9 @@ def test_the_padded_width_and_a_fresh_padded_head_equal_to_the_unpadded_one():
         assert not kernel[:, vocab.VOCAB_SIZE:].any() and not np.asarray(ours.bias).any()
     out = padded(X)
     assert out["logits"].shape == out["vanilla_logits"].shape == (3, 16, vocab.VOCAB_SIZE)
+    baseline = nemot.build_baseline(PADDED)  # the GPT-2 baseline's head too
+    assert baseline.head.kernel.shape == (32, 50368)
+    assert baseline(X)["logits"].shape == (3, 16, vocab.VOCAB_SIZE)
 
 
 def test_logits_loss_terms_metrics_and_gradients_equal_the_unpadded_models(models):
