@@ -61,17 +61,19 @@ PROFILED = ("nemot", "keras_hub_gpt2")
 PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0}
 
 
-def sizes(tiny):
+def sizes(tiny, vocab_padding=1):
     """Model config, batches, steps and decoding lengths of the run."""
     import nemot
 
     if tiny:
         config = nemot.NeMoTConfig.preset("tiny").replace(
-            output_blocks=nemot.config.THESIS_OUTPUT_BLOCKS, max_text_length=32)
+            output_blocks=nemot.config.THESIS_OUTPUT_BLOCKS, max_text_length=32,
+            vocab_padding=vocab_padding)
         return dict(config=config, batches=(2, 4), steps=3, decode_batches=(1, 4),
                     prompt=8, new_tokens=8, gpt2_decode=dict(num_layers=2, hidden_dim=32,
                                                              num_heads=2, intermediate_dim=64))
-    return dict(config=nemot.NeMoTConfig.preset("thesis"), batches=(16, 32), steps=10,
+    return dict(config=nemot.NeMoTConfig.preset("thesis").replace(vocab_padding=vocab_padding),
+                batches=(16, 32), steps=10,
                 decode_batches=(1, 32), prompt=128, new_tokens=128,
                 gpt2_decode=dict(num_layers=12, hidden_dim=768, num_heads=12,
                                  intermediate_dim=3072))
@@ -225,12 +227,12 @@ def profile_steps(model, x, y, steps, directory):
     return summary
 
 
-def train_child(name, tiny, tasks, profile=None, batches=None, out=None):
+def train_child(name, tiny, tasks, profile=None, batches=None, out=None, vocab_padding=1):
     """Time ``name``'s training steps per batch size; the result so far is written to
     ``out`` after each one (a run stopped midway keeps what it measured)."""
     import keras
 
-    run = sizes(tiny)
+    run = sizes(tiny, vocab_padding)
     if batches:
         run["batches"] = batches
     cfg = run["config"]
@@ -273,7 +275,7 @@ def train_child(name, tiny, tasks, profile=None, batches=None, out=None):
 
 # ---- decoding --------------------------------------------------------------------------
 
-def decode_child(name, tiny, batches=None, out=None):
+def decode_child(name, tiny, batches=None, out=None, vocab_padding=1):
     import keras
     import keras_hub
 
@@ -281,7 +283,7 @@ def decode_child(name, tiny, batches=None, out=None):
     from nemot import vocab
     from nemot.models.generation import Generator
 
-    run = sizes(tiny)
+    run = sizes(tiny, vocab_padding)
     keras.config.set_dtype_policy("mixed_bfloat16")
     keras.utils.set_random_seed(0)
     small = run["gpt2_decode"]
@@ -350,13 +352,14 @@ def child(argv):
     parser.add_argument("--tasks", default="lm,gqa")
     parser.add_argument("--profile", default=None)
     parser.add_argument("--batches", default=None)
+    parser.add_argument("--vocab-padding", type=int, default=1)
     args = parser.parse_args(argv)
     batches = args.batches and [int(b) for b in args.batches.split(",")]
     if args.kind == "train":
         train_child(args.name, args.tiny, args.tasks.split(","), args.profile, batches,
-                    args.out)
+                    args.out, args.vocab_padding)
     else:
-        decode_child(args.name, args.tiny, batches, args.out)
+        decode_child(args.name, args.tiny, batches, args.out, args.vocab_padding)
 
 
 def plan(models, batches, decoders, decode_batches):
@@ -461,7 +464,8 @@ def ratios(train):
 def result_name(result):
     device = re.sub(r"[^A-Za-z0-9]+", "_", result["device"]).strip("_").lower()
     tiny = "_tiny" if result["tiny"] else ""
-    return f"gpu_{device}_{result['backend']}{tiny}"
+    padded = f"_vocab{result['vocab_padding']}" if result.get("vocab_padding", 1) > 1 else ""
+    return f"gpu_{device}_{result['backend']}{tiny}{padded}"
 
 
 def run(argv=()):
@@ -484,10 +488,16 @@ def run(argv=()):
                              "and GPT2Backbone at the first batch size, then the rest), a "
                              "piece is started only if its estimate fits, and a running one "
                              "is stopped at the limit with what it measured")
+    parser.add_argument("--vocab-padding", metavar="N", type=int, default=1,
+                        help="NeMoTConfig.vocab_padding of nemot's models (64: heads 50,368 "
+                             "wide; the result file gets _vocab64)")
     parser.add_argument("--partial", metavar="FILE", default=None,
                         help="where the result so far goes after each model and batch size "
                              "(default: the result file in bench/results)")
     args = parser.parse_args(list(argv))
+    if args.vocab_padding < 1:
+        parser.error(f"--vocab-padding {args.vocab_padding}: expected a positive multiple "
+                     "(1: no padding)")
     import bench
 
     budget = Budget(args.budget, bench.STARTED)
@@ -505,6 +515,7 @@ def run(argv=()):
     result = {"backend": keras.backend.backend(), "device": device, "device_kind": kind,
               "peak_bf16_tflops": peak_tflops(device), "tiny": args.tiny,
               "tasks": args.tasks, "dtype_policy": "mixed_bfloat16", "xla": True,
+              "vocab_padding": args.vocab_padding,
               "budget_seconds": args.budget, "train": {}, "decode": {}, "errors": {},
               "stopped_by_budget": None, "not_run": []}
     partial = args.partial or bench.result_path(result_name(result))
@@ -529,8 +540,9 @@ def run(argv=()):
             rows.update(measured)
             write()
 
-        options = (["--tiny"] if args.tiny else []) + ["--batches",
-                                                       ",".join(map(str, unit_batches))]
+        options = (["--tiny"] if args.tiny else []) + [
+            "--batches", ",".join(map(str, unit_batches)),
+            "--vocab-padding", str(args.vocab_padding)]
         if kind_ == "train":
             options += ["--tasks", args.tasks]
         profile = (args.profile if kind_ == "train" and name in PROFILED

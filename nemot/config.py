@@ -28,7 +28,13 @@ class NeMoTConfig:
     layers, A parallel output blocks of Z layers each.
 
     Args:
-        vocab_size: rows of every embedding and head (50,313, docs/spec.md §1).
+        vocab_size: the token ids the model reads and scores: rows of the embeddings,
+            width of the logits (50,313, docs/spec.md §1).
+        vocab_padding: the heads' kernels get zero columns up to a multiple of this
+            (:attr:`padded_vocab_size`; 1, the default: none). The heads still
+            return ``vocab_size`` logits, so no output changes; under XLA on a GPU
+            the head GEMMs get a width cuBLAS takes (64 is the setting there,
+            docs/performance.md). Weights of either width load into the other.
         max_text_length: text positions n (768 in the thesis; input is 3 + n).
         max_position_embeddings: rows of the learned position table (GPT-2: 1024).
         d_model, num_heads, d_ff: layer width, heads and feed-forward width.
@@ -80,6 +86,7 @@ class NeMoTConfig:
     """
 
     vocab_size: int = vocab.VOCAB_SIZE
+    vocab_padding: int = 1
     max_text_length: int = 768
     max_position_embeddings: int = 1024
     d_model: int = 768
@@ -146,6 +153,10 @@ class NeMoTConfig:
                 raise ValueError(f"modulation {spec.kind!r}: sets {unknown}: expected some of "
                                  f"{MODULATION_SETS}")
         object.__setattr__(self, "modulation", modulation)
+        if isinstance(self.vocab_padding, bool) or not isinstance(self.vocab_padding, int) \
+                or self.vocab_padding < 1:
+            raise ValueError(f"vocab_padding={self.vocab_padding!r}: expected a positive int, "
+                             "the multiple the heads' width is rounded up to (1: no padding)")
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
@@ -155,6 +166,12 @@ class NeMoTConfig:
                 f"max_text_length={self.max_text_length} exceeds "
                 f"max_position_embeddings={self.max_position_embeddings}"
             )
+
+    @property
+    def padded_vocab_size(self):
+        """Columns of the heads' kernels: ``vocab_size`` rounded up to a multiple of
+        ``vocab_padding`` (50,313 -> 50,368 at 64)."""
+        return -(-self.vocab_size // self.vocab_padding) * self.vocab_padding
 
     @property
     def num_aux_tokens(self):

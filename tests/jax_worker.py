@@ -6,7 +6,8 @@ baseline train a ``fit`` step (dropout on, a batch mixing tasks) and decode with
 caches exactly as by recomputation, NeMoT also hosting each modulation kind (PALs,
 modulated FFN, HyperGrid); NGT, PALBert, HyperGridT5 and the modulated-activation CNN and
 LSTM train a step; fused attention (outputs and gradients on every mask NeMoT builds,
-tests/layers/attention_cases.py), the tiny preset's golden logits
+tests/layers/attention_cases.py), a padded vocabulary against the unpadded model
+(tests/models/test_vocab_padding.py), the tiny preset's golden logits
 (tests/models/test_golden.py), the lean loss and the dropout masks (both JAX generators)
 match their TensorFlow-tested properties; the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
 (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set by the caller).
@@ -60,6 +61,41 @@ def fit_and_decode(model, tasks, vocab):
             "generated": generate(model, prompts, max_new_tokens=4, stop_token_ids=()),
             "recomputed": generate_by_recomputation(Jitted(model), prompts, max_new_tokens=4,
                                                     stop_token_ids=())}
+    return out
+
+
+def padded_vocabulary(nemot, vocab):
+    """The padded model (``vocab_padding=64``) against the unpadded one of the same seed:
+    largest logit difference, the three loss terms of each, and greedy ids (the padded
+    model's cached through KerasHub's sampler, both recomputed)."""
+    import keras
+
+    from nemot.models.generation import generate, generate_by_recomputation
+
+    cfg = nemot.NeMoTConfig.preset("tiny").replace(
+        num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm", "gqa"), max_text_length=16)
+    # Prompts of 3 and 4 text tokens and 4 new ones: recomputation runs [2, 3 + 8] ids, the
+    # shape of the scored batch, so each model's forward pass compiles once.
+    text = np.random.default_rng(2).integers(0, 1000, (2, 8)).astype("int32")
+    aux = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(t)] for t in ("lm", "gqa")],
+                   "int32")
+    y = {"task_targets": np.roll(text, -1, 1), "lm_targets": np.roll(text, -1, 1)}
+    prompts = [list(aux[i]) + list(text[i, :3 + i]) for i in range(2)]
+    out = {"terms": {}, "recomputed": {}}
+    logits = {}
+    for padding in (1, 64):
+        keras.utils.set_random_seed(11)
+        model = nemot.build_model(cfg.replace(vocab_padding=padding), preprocessor=None)
+        forward = Jitted(model)
+        outputs = forward({"token_ids": np.concatenate([aux, text], 1)})
+        logits[padding] = np.asarray(outputs["logits"])
+        out["terms"][padding] = {term: float(value) for term, (_, value)
+                                 in model.nemot_loss.terms(y, outputs).items()}
+        out["recomputed"][padding] = generate_by_recomputation(
+            forward, prompts, max_new_tokens=4, stop_token_ids=())
+    out["cached_padded"] = generate(model, prompts, max_new_tokens=4, stop_token_ids=())
+    out["width"] = logits[64].shape[-1]
+    out["logit_difference"] = float(np.abs(logits[64] - logits[1]).max())
     return out
 
 
@@ -238,6 +274,7 @@ def main(out):
     report["pals_loss"] = pals_fit()
     report["hypergrid_loss"] = hypergrid_fit()
     report["modact_losses"] = modact_fit()
+    report["padded_vocabulary"] = padded_vocabulary(nemot, vocab)
     report["fused_attention_difference"] = fused_attention_difference(nemot, vocab)
     report["golden_logits"] = test_golden.golden_logits(lambda m, x: Jitted(m)(x)).tolist()
     report["fused_attention_cases"] = {str(multiple): attention_cases.differences(multiple)

@@ -62,6 +62,15 @@ def test_fused_attention_and_lean_loss_match(report):
     assert report["loss_relative_difference"] < 1e-5
 
 
+def test_a_padded_vocabulary_scores_and_decodes_as_the_unpadded_model(report):
+    padded = report["padded_vocabulary"]
+    assert padded["width"] == 50313 and padded["logit_difference"] < 1e-5
+    assert set(padded["terms"]["1"]) == {"task", "lm", "vanilla"}
+    for term, value in padded["terms"]["1"].items():
+        assert padded["terms"]["64"][term] == pytest.approx(value, rel=1e-6), term
+    assert padded["cached_padded"] == padded["recomputed"]["64"] == padded["recomputed"]["1"]
+
+
 def test_tiny_forward_pass_gives_the_stored_logits(report):
     np.testing.assert_allclose(report["golden_logits"], test_golden.GOLDEN, atol=5e-5)
 

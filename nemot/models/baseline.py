@@ -6,6 +6,7 @@ from keras_hub.models import Backbone
 
 from nemot import vocab
 from nemot.config import NeMoTConfig
+from nemot.layers.heads import vocabulary_head
 from nemot.layers.sets import VanillaSet
 from nemot.models.gpt2 import GPT2_SIZES, config_from_gpt2, load_vanilla_set
 from nemot.models.losses import NeMoTLoss
@@ -135,10 +136,7 @@ class GPT2BaselineCausalLM(TextToTextCausalLM):
     default_loss = NeMoTLoss(vanilla_weight=0)
 
     def make_heads(self):
-        cfg = self.config
-        regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
-        self.head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
-                                       name="head", dtype=self.backbone.dtype_policy)
+        self.head = vocabulary_head(self.config, "head", self.backbone.dtype_policy)
 
     def heads(self, backbone_outputs):
         return {"logits": self.head(backbone_outputs["hidden_states"])}

@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from nemot import vocab
+from nemot.layers.heads import vocabulary_head
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.nemot_backbone import NeMoTBackbone, text_masks
 from nemot.models.routing import masked_train_step
@@ -48,15 +49,11 @@ class NeMoTCausalLM(TextToTextCausalLM):
     backbone_cls = NeMoTBackbone
 
     def make_heads(self):
-        cfg = self.config
         dtype = self.backbone.dtype_policy
-        regularizer = keras.regularizers.L2(cfg.kernel_l2) if cfg.kernel_l2 else None
-        self.head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
-                                       name="head", dtype=dtype)
+        self.head = vocabulary_head(self.config, "head", dtype)
         self.vanilla_head = None
-        if cfg.vanilla_head:
-            self.vanilla_head = keras.layers.Dense(cfg.vocab_size, kernel_regularizer=regularizer,
-                                                   name="vanilla_head", dtype=dtype)
+        if self.config.vanilla_head:
+            self.vanilla_head = vocabulary_head(self.config, "vanilla_head", dtype)
 
     def heads(self, backbone_outputs, vanilla=True):
         """The main head on the output set (and the vanilla head on the vanilla set's

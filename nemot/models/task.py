@@ -21,6 +21,7 @@ from nemot.backend import replica_context
 from nemot.config import NeMoTConfig
 from nemot.models.losses import NeMoTLoss
 from nemot.models.nemot_preprocessor import NeMoTPreprocessor
+from nemot.models.weights import transfer_weights
 
 
 def default_preprocessor(task_cls, config, task="gqa"):
@@ -224,7 +225,7 @@ class TextToTextCausalLM(CausalLM):
     # ---- presets ----
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
+    def from_preset(cls, preset, load_weights=True, vocab_padding=None, **kwargs):
         """The task of a preset directory (``save_to_preset``), or an architecture by name.
 
         Args:
@@ -232,11 +233,14 @@ class TextToTextCausalLM(CausalLM):
                 name (``"thesis"``, ``"small"``, ``"tiny"``). No NeMoT weights are
                 published, so a name needs ``load_weights=False``.
             load_weights: load the saved weights (False: fresh ones).
+            vocab_padding: the model's ``vocab_padding`` (default: the preset's); the
+                saved heads' columns are fitted to it.
 
         Example:
             >>> lm = NeMoTCausalLM.from_preset("tiny", load_weights=False)
             >>> lm.save_to_preset("my_nemot")
             >>> same = keras_hub.models.CausalLM.from_preset("my_nemot")
+            >>> padded = NeMoTCausalLM.from_preset("my_nemot", vocab_padding=64)
         """
         if isinstance(preset, (str, os.PathLike)) and not os.path.isdir(preset):
             config = cls.config_for_preset(str(preset))
@@ -246,8 +250,17 @@ class TextToTextCausalLM(CausalLM):
                     f"for it. {cls.__name__}.from_preset({str(preset)!r}, load_weights=False) "
                     "builds it with fresh weights; a directory written by save_to_preset "
                     "loads trained ones")
+            if vocab_padding is not None:
+                config = config.replace(vocab_padding=vocab_padding)
             return cls.from_config_object(config, **kwargs)
-        return super().from_preset(preset, load_weights=load_weights, **kwargs)
+        model = super().from_preset(preset, load_weights=load_weights, **kwargs)
+        if vocab_padding is None or vocab_padding == model.config.vocab_padding:
+            return model
+        padded = type(model).from_config_object(
+            model.config.replace(vocab_padding=vocab_padding), preprocessor=model.preprocessor)
+        if load_weights:
+            transfer_weights(model, padded)
+        return padded
 
     @classmethod
     def config_for_preset(cls, name):

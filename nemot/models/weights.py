@@ -14,6 +14,8 @@ import warnings
 import keras
 import numpy as np
 
+from nemot.layers.heads import VocabularyHead
+
 
 def count_weights(layer):
     """Parameters of ``layer`` (each weight once)."""
@@ -36,8 +38,9 @@ def component(key):
 class ComponentMatch:
     """How one component's weights pair up between a source and a target model.
 
-    ``pairs`` are ``(source, target)`` variables of one key and shape; ``reshaped`` the
-    keys both have with other shapes, as ``(key, target shape, source shape)``; ``fresh``
+    ``pairs`` are ``(source value, target variable)`` of one key and shape (a vocabulary
+    head's columns fitted to the target's padding, :class:`VocabularyHead`); ``reshaped``
+    the keys both have with other shapes, as ``(key, target shape, source shape)``; ``fresh``
     the target's keys the source lacks; ``unplaced`` the source's keys the target lacks.
     """
 
@@ -74,15 +77,18 @@ class ComponentMatch:
 def match_weights(source, target):
     """``{component: ComponentMatch}`` over the components of both models."""
     values = {weight_key(v): v for v in source.weights}
+    heads = {weight_key(v): layer for layer in target._flatten_layers()
+             if isinstance(layer, VocabularyHead) for v in layer.weights}
     parts = {}
     for variable in target.weights:
         key = weight_key(variable)
         part = parts.setdefault(component(key), ComponentMatch())
         match = values.pop(key, None)
+        fitted = None if match is None else _fitted(match, variable, heads.get(key))
         if match is None:
             part.fresh.append(key)
-        elif tuple(match.shape) == tuple(variable.shape):
-            part.pairs.append((match, variable))
+        elif fitted is not None:
+            part.pairs.append((fitted, variable))
         else:
             part.reshaped.append((key, tuple(variable.shape), tuple(match.shape)))
     for key in sorted(values):
@@ -90,9 +96,22 @@ def match_weights(source, target):
     return parts
 
 
+def _fitted(source_variable, variable, head):
+    """The value of ``source_variable`` for ``variable`` (None if it has no place there):
+    itself at the same shape, or a vocabulary head's columns at another padded width."""
+    if tuple(source_variable.shape) == tuple(variable.shape):
+        return source_variable.value
+    if head is None or tuple(source_variable.shape[:-1]) != tuple(variable.shape[:-1]):
+        return None
+    try:
+        return head.fit_columns(source_variable.value)
+    except ValueError:
+        return None
+
+
 def transfer_weights(source, target):
     """Copy every weight of ``source`` into the weight of ``target`` with the same key
-    and shape.
+    and shape (a vocabulary head's also at another padded width of the same vocabulary).
 
     Returns:
         ``(copied, fresh, unplaced)``: the count copied, the paths of ``target``'s
@@ -101,8 +120,8 @@ def transfer_weights(source, target):
     """
     copied, fresh, unplaced = 0, set(), []
     for part in match_weights(source, target).values():
-        for src, dst in part.pairs:
-            dst.assign(src.value)
+        for value, dst in part.pairs:
+            dst.assign(value)
         copied += len(part.pairs)
         reshaped = [key for key, _, _ in part.reshaped]
         fresh.update(part.fresh + reshaped)
@@ -148,7 +167,8 @@ class PretrainedStart:
 
 
 def load_pretrained(model, path, skip=()):
-    """Copy the weights of a saved model (``.keras``) into ``model`` by name and shape.
+    """Copy the weights of a saved model (``.keras``) into ``model`` by name and shape
+    (the heads' also at another ``vocab_padding``).
 
     Weights the saved model lacks (e.g. output blocks it did not have) keep their
     initial values. A component of both whose weights do not fit (another model size:
@@ -179,8 +199,8 @@ def load_pretrained(model, path, skip=()):
     for name, part in parts.items():
         if part.in_target:
             pairs = [] if name in skip else part.pairs
-            for src, dst in pairs:
-                dst.assign(src.value)
+            for value, dst in pairs:
+                dst.assign(value)
             copied[name] = (len(pairs), part.in_target)
     if not any(c for c, _ in copied.values()):
         raise ValueError(f"{path}: no weight matches the model being trained (different "
