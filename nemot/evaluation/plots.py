@@ -252,7 +252,8 @@ def plot_distributions(values_by_variant, out_png, metric, title=None, bins=12, 
     axes[-1].xaxis.set_major_locator(MaxNLocator(nbins=6))
     axes[-1].set_xlabel(metric)
     if any(v is not None for v in (reference or {}).values()):
-        axes[0].legend(loc="upper left", fontsize="small", frameon=False)
+        figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+                      ncols=2, fontsize="small", frameon=False)  # off the data
     figure.suptitle(title or f"{metric} over runs")
     figure.savefig(out_png, dpi=120)
     return edges, counts
