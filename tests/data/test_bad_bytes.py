@@ -13,7 +13,9 @@ import pytest
 
 from data_prep.__main__ import main as data_prep
 from nemot import console
-from nemot.data import DataError, c4, cifar10, prepare, shards
+from nemot.data import DataError, prepare, shards
+from nemot.data.benchmarks import cifar10
+from nemot.data.c4 import stream as c4
 from tests.data import benchmark_files, fixtures
 
 PACKAGE = Path(__file__).resolve().parents[2] / "nemot"
