@@ -1,7 +1,8 @@
-"""Reading the raw files of a dataset, as published: the :class:`DataError` every reader
-raises, naming the file, the line (or key), the field and what was expected, and the
+"""Reading a dataset's raw files as published: :class:`DataError`, the one error every
+reader raises (naming the file, the line or key, the field and what was expected), the
 parsers that raise it (UTF-8 text, JSON, JSON lines, CSV/TSV, field checks) and the lazy
-Hugging Face hub loader. Every reader of :mod:`nemot.data` (QA, C4, benchmarks) uses them.
+Hugging Face hub loader. Every reader of :mod:`nemot.data` uses them: QA, C4 and the
+benchmarks.
 """
 
 import csv

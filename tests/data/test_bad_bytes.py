@@ -162,7 +162,7 @@ def test_nothing_else_in_the_package_unpickles_data():
                     and not (isinstance(node.value, ast.Constant)
                              and node.value.value is (node.arg == "safe_mode")):
                 found.append(f"{where} {node.arg}={ast.unparse(node.value)}")
-    assert len(found) == 1 and found[0].startswith("nemot/data/cifar10.py:") \
+    assert len(found) == 1 and found[0].startswith("nemot/data/benchmarks/cifar10.py:") \
         and found[0].endswith(" pickle.Unpickler"), found
 
 

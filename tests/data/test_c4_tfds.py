@@ -256,8 +256,8 @@ def test_source_is_checked_and_tfds_is_for_pretraining_only(c4_sources, monkeypa
 
 
 def test_the_c4_stream_imports_its_tfds_source_without_loading_tensorflow():
-    """c4 imports c4_tfds at its top (c4_tfds never imports c4: no cycle); run configs
-    import c4, and must not load TensorFlow for it."""
+    """The C4 stream imports its TFDS source at its top (which never imports the stream: no
+    cycle); run configs import the stream, and must not load TensorFlow for it."""
     code = "import sys, nemot.data.c4.stream; print('tensorflow' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)

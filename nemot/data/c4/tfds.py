@@ -13,13 +13,14 @@ the group that holds the resumed position (the order of the documents inside a s
 is fixed when TFDS prepares it, so a shard's windows are the same on every read).
 
 ``tensorflow-datasets`` is the optional extra ``tfds`` (``pip install 'nemot[tfds]'``).
-This module gives texts; :mod:`nemot.data.c4.stream` imports it, tokenises them and cuts the
-windows. TensorFlow is imported where a shard is listed or read, so that importing
+This module gives texts; :mod:`nemot.data.c4.stream` imports it, tokenises them and cuts
+the windows. TensorFlow is imported where a shard is listed or read, so that importing
 :mod:`nemot.data.c4.stream` (run configs do) loads no TensorFlow.
 
 Example:
     >>> shards = list_shards("gs://bucket/tfds", "c4/en:3.1.0")                   # doctest: +SKIP
-    >>> rows = c4.window_stream(c4.TFDS, shards, n=768, tokenizer=Tokenizer())  # doctest: +SKIP
+    >>> rows = stream.window_stream(stream.TFDS, shards, n=768,                   # doctest: +SKIP
+    ...                             tokenizer=Tokenizer())
 """
 
 import dataclasses
