@@ -7,7 +7,7 @@ GPT-2's dropout of 0.1 on the vanilla set's attention probabilities keeps that s
 fused (flash) attention kernel on a GPU; 0 puts it on. This measures what the switch
 costs in learning: a tiny NeMoT (the ``tiny`` preset, dropout 0.1 everywhere else, the
 ``gqa`` block alone) fine-tuned from scratch on the synthetic span task of
-:mod:`nemot.training.synthetic` (copy the passage word the question names, two passage
+:mod:`nemot.data.synthetic.qa` (copy the passage word the question names, two passage
 words: copying either scores F1 0.5), once with the vanilla set's attention dropout at
 0.1 and once at 0, from the same seed (the same initial weights, batches and other
 dropout masks). The loss is the task term L1 alone and the vanilla head is not built,
@@ -30,7 +30,7 @@ TEXT_LENGTH = 10
 
 def examples(tokenizer):
     from nemot.data import Formatter
-    from nemot.training import synthetic
+    from nemot.data.synthetic import qa as synthetic
 
     fmt = Formatter(tokenizer, max_text_length=TEXT_LENGTH)
     return (fmt.format_batch(synthetic.span_examples(4000, seed=1, passage_words=2)),
@@ -42,7 +42,7 @@ def fine_tune(rate, seed, train, dev, tokenizer, steps, every, batch, learning_r
     import keras
 
     import nemot
-    from nemot.data import pipelines
+    from nemot.data.qa.pipelines import examples_dataset
     from nemot.evaluation.scoring import score_examples
 
     keras.utils.set_random_seed(seed)
@@ -52,10 +52,9 @@ def fine_tune(rate, seed, train, dev, tokenizer, steps, every, batch, learning_r
     model = nemot.build_model(config)
     model.compile(keras.optimizers.Adam(learning_rate),
                   loss=nemot.NeMoTLoss(lm_weight=0, vanilla_weight=0), jit_compile=False)
-    data = pipelines.examples_dataset(train, batch_size=batch, max_text_length=TEXT_LENGTH,
-                                      seed=seed)
-    held_out = pipelines.examples_dataset(dev, batch_size=batch, max_text_length=TEXT_LENGTH,
-                                          shuffle=False, repeat=False)
+    data = examples_dataset(train, batch_size=batch, max_text_length=TEXT_LENGTH, seed=seed)
+    held_out = examples_dataset(dev, batch_size=batch, max_text_length=TEXT_LENGTH,
+                                shuffle=False, repeat=False)
     losses = []
     for _ in range(steps // every):
         model.fit(data, epochs=1, steps_per_epoch=every, verbose=0)

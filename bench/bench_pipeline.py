@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pydoc_data.topics
 
-from nemot.data import prepare
 from nemot import vocab
+from nemot.data import prepare
 
 FILES = 4
 WINDOW = 768          # thesis length for the pipeline
@@ -52,7 +52,7 @@ def _rate(dataset):
 
 
 def _padding(shards, pack):
-    from nemot.data import c4
+    from nemot.data.c4 import stream as c4
 
     kind, files = c4.list_files(shards)
     rows = list(c4.window_stream(kind, files, n=WINDOW, pack=pack, shuffle_buffer=0,
@@ -87,7 +87,7 @@ def _model_rate():
 
 
 def run():
-    from nemot.data.pipelines import c4_dataset
+    from nemot.data.c4.pipeline import c4_dataset
 
     with tempfile.TemporaryDirectory() as tmp:
         raw, shards = Path(tmp) / "raw", Path(tmp) / "shards"

@@ -15,7 +15,7 @@ import sys
 
 from nemot import console, vocab
 from nemot.data import DataError
-from nemot.data.format import MQA_MODES
+from nemot.data.qa.format import MQA_MODES
 
 C4_SPLITS = ("train", "validation")
 
@@ -75,7 +75,7 @@ def _c4_splits(args):
     error) when the directory has no validation files."""
     if args.split:
         return [args.split]
-    from nemot.data import c4
+    from nemot.data.c4 import stream as c4
 
     try:
         c4.list_files(args.c4_dir, "validation")

@@ -5,15 +5,15 @@ every command can be tried offline (``python -m data_prep sample --out DIR``).
   ``c4-validation`` file) holding English text: the documentation topics of
   ``pydoc_data.topics`` (:func:`nemot.demo.write_c4_corpus`);
 - ``DIR/RACE/``: the RACE layout (``{train,dev,test}/{middle,high}/<n>.txt``) holding
-  the synthetic multiple-choice task of :mod:`nemot.training.synthetic` (the answer is
+  the synthetic multiple-choice task of :mod:`nemot.data.synthetic.qa` (the answer is
   the option that occurs in the passage), four options per question, as RACE has.
 """
 
 import json
 from pathlib import Path
 
+from nemot.data.synthetic.qa import choice_examples
 from nemot.demo import corpus_texts, write_c4_corpus
-from nemot.training.synthetic import choice_examples
 
 LETTERS = "ABCD"
 

@@ -263,6 +263,12 @@ class NeMoTConfig:
                               f"{path}: {message}") from None
 
 
+def as_config(config):
+    """``config`` as a :class:`NeMoTConfig`: the dict a layer or model was saved with is
+    read back (:meth:`NeMoTConfig.from_dict`); a config is returned as it is."""
+    return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
+
+
 def _check_choice(field, value, choices):
     if value not in choices:
         raise ValueError(f"{field}={value!r}: expected one of {choices}")

@@ -8,7 +8,7 @@ About ten minutes on 2 idle CPU cores; the README quotes measured runs.
 2. Pre-trains a small NeMoT on it (``kind = "pretrain"``: loss L1, C4 windows,
    cosine decay) and measures the validation perplexity before and after.
 3. Fine-tunes the pre-trained model on a synthetic multiple-choice task of
-   :mod:`nemot.training.synthetic` (:func:`~nemot.training.synthetic.category_examples`:
+   :mod:`nemot.data.synthetic.qa` (:func:`~nemot.data.synthetic.qa.category_examples`:
    does the passage word name an animal?), through the ``lm`` block, as the thesis'
    single-dataset runs did, keeping the ♣ / ♠ models. The task is learnt well within the
    steps given, whatever the seed and the CPU's float rounding (a test fine-tunes under
@@ -88,7 +88,7 @@ def pretrain(out, corpus, sizes):
     """Pre-train on the corpus; returns ``(result, initial perplexity, final perplexity)``."""
     import keras
 
-    from nemot.data import pipelines
+    from nemot.data.c4.pipeline import c4_dataset
     from nemot.training import run_config, trainer
 
     cfg = run_config.run_config_from_dict({
@@ -101,8 +101,8 @@ def pretrain(out, corpus, sizes):
         "schedule": {"type": "cosine", "rate": 3e-3,
                      "decay_steps": sizes["pretrain_epochs"] * sizes["pretrain_steps"]},
         "loss": {"lm_weight": 0.0, "vanilla_weight": 0.0}}, source="nemot.demo")
-    validation = pipelines.c4_dataset(corpus, batch_size=sizes["pretrain_batch"],
-                                      max_text_length=sizes["n"], split="validation")
+    validation = c4_dataset(corpus, batch_size=sizes["pretrain_batch"],
+                            max_text_length=sizes["n"], split="validation")
 
     class Untrained(keras.callbacks.Callback):
         """The validation loss of the model the run starts from, measured with the run's
@@ -127,7 +127,7 @@ TASK = "does the passage word name an animal? (yes / no)"
 def task_examples(split, sizes):
     """Formatted synthetic multiple-choice questions of ``split`` (task token ``lm``)."""
     from nemot.data import Formatter, Tokenizer
-    from nemot.training import synthetic
+    from nemot.data.synthetic import qa as synthetic
 
     count = sizes["examples"] if split == "train" else sizes["test_examples"]
     fmt = Formatter(Tokenizer(), max_text_length=TASK_LENGTH, task_token="lm")

@@ -58,6 +58,8 @@ IGNORE_ID = -1
 AUX_LAYOUT = ("<cls>", "<mode>", "<task>")
 NUM_AUX = len(AUX_LAYOUT)
 CLS_POSITION, MODE_POSITION, TASK_POSITION = range(NUM_AUX)
+# Text positions n after them (the thesis' 768): the data's default length.
+MAX_TEXT_LENGTH = 768
 MODE_IDS = {"dec": DEC_ID, "enc": ENC_ID}
 MODES = tuple(MODE_IDS)
 

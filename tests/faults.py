@@ -112,7 +112,8 @@ def training(out):
     import dataclasses
 
     from nemot.data import Formatter, Tokenizer
-    from nemot.training import synthetic, trainer
+    from nemot.data.synthetic import qa as synthetic
+    from nemot.training import trainer
     from tests.training.worker import tiny_run_config
 
     n = 20

@@ -279,7 +279,7 @@ def check_python_module(argv, what):
     module = argv[0]
     if module == "data_prep":
         from data_prep.__main__ import main
-        from nemot.data import registry
+        from nemot.data.qa import registry
 
         args, _ = parsed(main, argv[1:], what)
         if args.data_command == "qa":
@@ -403,8 +403,8 @@ TOML_BLOCKS = [(path, code, line) for path, language, code, line in ALL_BLOCKS
 @pytest.mark.parametrize("path, code, line", TOML_BLOCKS,
                          ids=[where(path, line) for path, _, line in TOML_BLOCKS])
 def test_toml_blocks_are_valid_configs(path, code, line, tmp_path):
-    from nemot.experiments import protocol
     from nemot.config import NeMoTConfig
+    from nemot.experiments import protocol
     from nemot.training.run_config import run_config_from_dict
 
     data = tomllib.loads(code)

@@ -23,14 +23,20 @@ def test_every_import_contract_is_kept():
 
 
 def test_a_back_edge_breaks_the_stack(tmp_path):
-    """A copy of the package in which the data layer imports a model: the stack is broken."""
+    """A copy of the package in which the data layer imports a model, a paper package another
+    and one data group another: the stack and the data groups are broken."""
     subprocess.run(["cp", "-r", str(ROOT / "nemot"), str(ROOT / ".importlinter"),
                     str(tmp_path)], check=True)
-    with open(tmp_path / "nemot" / "data" / "format.py", "a") as f:
-        f.write("\nfrom nemot.models import registry  # noqa: E402,F401\n")
-    with open(tmp_path / "nemot" / "pals" / "tasks.py", "a") as f:
-        f.write("\nfrom nemot.modact import models  # noqa: E402,F401\n")
+    edges = {"data/qa/format.py": "from nemot.models import registry",
+             "pals/tasks.py": "from nemot.modact import models",
+             "data/qa/readers/race.py": "from nemot.data.c4 import stream",
+             "data/benchmarks/glue.py": "from nemot.data.qa import format"}
+    for path, line in edges.items():
+        with open(tmp_path / "nemot" / path, "a") as f:
+            f.write(f"\n{line}  # noqa: E402,F401\n")
     result = lint(cwd=tmp_path)
     assert result.returncode != 0
     assert "nemot.data is not allowed to import nemot.models" in result.stdout
     assert "nemot.pals is not allowed to import nemot.modact" in result.stdout
+    assert "nemot.data.qa is not allowed to import nemot.data.c4" in result.stdout
+    assert "nemot.data.benchmarks is not allowed to import nemot.data.qa" in result.stdout

@@ -20,8 +20,8 @@ A config (``configs/compare/minbert.toml``)::
               run_eagerly, verbose
     [variants.<name>]  mechanism (default: the variant's name) and its options
 
-The data are the PALs report's three tasks in the minBERT files (:mod:`nemot.data.minbert`):
-SST-5 trains on ``ids-sst-train.csv`` and is scored on ``ids-sst-dev.csv``, STS-B on
+The data are the PALs report's three tasks in the minBERT files
+(:mod:`nemot.data.benchmarks.minbert`): SST-5 trains on ``ids-sst-train.csv`` and is scored on ``ids-sst-dev.csv``, STS-B on
 ``sts-train.csv`` / ``sts-dev.csv``; a task named in ``data.split`` (Quora: only
 ``quora-dev.csv`` is available) has its dev file split with ``data.split_seed`` into
 train and a held-out ``data.test_fraction``. The encoder is trained from scratch for a
@@ -53,16 +53,16 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.experiments import config, protocol
 from nemot.compare import pool
 from nemot.compare.timing import step_time_ratio
+from nemot.experiments import config, protocol
 from nemot.compare.model import (HEADS, CompareModel, Settings, mechanism_of, predict_tasks,
                                  variant_tables)
-from nemot.data import minbert
+from nemot.data.benchmarks import minbert
+from nemot.data.sampling import MODES, TaskSampler, sampled_batches, shuffled_batches
 from nemot.errors import UserError
 from nemot.evaluation.benchmark_metrics import accuracy, minbert_score, pearson
 from nemot.training.run_config import dump_toml
-from nemot.data.sampling import MODES, TaskSampler, sampled_batches, shuffled_batches
 
 TABLES = ("data", "model", "train")
 # The metric of each task's column (the comparison's names).
@@ -369,7 +369,8 @@ class Encoder:
         return [[self.table.get(i, UNK) for i in ids] for ids in lists]
 
     def encode(self, rows):
-        """int32 [N, sequence_length] ids of ``rows`` (a :class:`nemot.data.minbert.Rows`)."""
+        """int32 [N, sequence_length] ids of ``rows`` (a
+        :class:`nemot.data.benchmarks.minbert.Rows`)."""
         a = self._ids(rows.text_a)
         b = self._ids(rows.text_b) if rows.text_b is not None else [None] * len(a)
         out = np.full((len(a), self.sequence_length), self.pad, "int32")
@@ -413,7 +414,7 @@ def as_dataset(make_batches, length):
     training step for the run and the timing."""
     import tensorflow as tf
 
-    from nemot.data.pipelines import keep_freed_memory
+    from nemot.data.memory import keep_freed_memory
 
     def batches():
         keep_freed_memory()  # after TensorFlow's allocator patch (the function's docstring)

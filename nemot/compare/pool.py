@@ -137,12 +137,12 @@ def run_one(experiment, variant, seed, run_dir):
     ``val_metric``, ``val_loss``, ``added_parameters`` and ``step_time_ratio``."""
     import keras
 
-    from nemot.data import pipelines
+    from nemot.data.sources import check_task_tokens
     from nemot.training import loop, trainer
 
     cfg = run_config(experiment, variant, seed)
     source, task_tokens = trainer.data_source(cfg)
-    pipelines.check_task_tokens(task_tokens or {}, cfg.model)
+    check_task_tokens(task_tokens or {}, cfg.model)
     result = loop.run(lambda: build(experiment, variant, cfg), source, cfg.train, run_dir,
                       compile_model=lambda model: trainer.compile_model(model, cfg), seed=seed,
                       config_toml=resolved_toml(experiment, variant, seed))

@@ -4,8 +4,8 @@ of a run config)."""
 import dataclasses
 
 from nemot import vocab
-from nemot.data.c4 import FILE_ORDERS, MAX_BAD_LINES, SOURCES, TFDS_NAME
-from nemot.data.format import MQA_MODES
+from nemot.data.c4.stream import FILE_ORDERS, MAX_BAD_LINES, SOURCES, TFDS_NAME
+from nemot.data.qa.format import MQA_MODES
 
 SAMPLING = ("uniform", "annealed", "proportional", "sqrt", "round_robin")
 

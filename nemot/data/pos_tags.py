@@ -193,7 +193,7 @@ def add_pos_tags(x, tagger, num_aux=NUM_AUX):
 
     Args:
         x: ``{"token_ids": int [batch, num_aux + n], ...}`` (numpy), as
-            ``nemot.data.pipelines.batches`` yields.
+            ``nemot.data.batching.batches`` yields.
         tagger: a :class:`PosTagger`.
         num_aux: auxiliary tokens before the text.
 

@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 
 from nemot import files
-from nemot.data import c4, registry, shards
-from nemot.data.format import Formatter
+from nemot.data import shards
+from nemot.data.c4 import stream as c4
+from nemot.data.qa import registry
+from nemot.data.qa.format import Formatter
 from nemot.data.tokenizer import Tokenizer
 
 
@@ -18,7 +20,7 @@ def prepare_qa(name, split, data_dir, out_dir, tokenizer=None, shard_size=10000,
     """Tokenize and shard one dataset split; returns the shard paths.
 
     Args:
-        name, split, data_dir: as :func:`nemot.data.registry.load_examples`.
+        name, split, data_dir: as :func:`nemot.data.qa.registry.load_examples`.
         out_dir: output directory (created).
         tokenizer: a :class:`nemot.data.Tokenizer` (default: the offline GPT-2 one).
         shard_size: examples per shard.
@@ -64,7 +66,7 @@ def _tokenize_c4_file(job):
 def prepare_c4(c4_dir, out_dir, split="train", workers=None, progress=True, **tokenizer_kwargs):
     """Pre-tokenize a C4 directory into one shard per input file, in parallel, resumable.
 
-    The input files are those :func:`nemot.data.c4.list_files` streams (raw
+    The input files are those :func:`nemot.data.c4.stream.list_files` streams (raw
     ``*.json.gz``, validation files only for ``split="validation"``); a malformed line
     is an error naming the file and line. A shard is done once its directory's index
     lists it (:mod:`nemot.data.shards`): a rerun writes the others again, so one killed

@@ -48,8 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from nemot import files
-from nemot.data.format import DataError
-from nemot.data.readers.common import read_json
+from nemot.data.raw import DataError, read_json
 
 INDEX = "shards.json"
 _SHA256 = re.compile("[0-9a-f]{64}")

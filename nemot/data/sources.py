@@ -1,12 +1,13 @@
 """The data of a training run, built from its :class:`nemot.data.config.DataConfig`:
-the training stream, the validation loss set and the sets the validation metric scores.
+the training stream, the validation loss set and the sets the validation metric scores,
+and the check that the model has an output block for each dataset's task token.
 
 Each validation split is read and tokenised once: the same examples (one per question)
 give the validation loss and the decoded metric.
 
 Example:
-    >>> data = run_data("finetune", DataConfig(dir="data/RACE", dataset="race"),
-    ...                 max_text_length=768, seed=0)               # doctest: +SKIP
+    >>> data = finetune_data(DataConfig(dir="data/RACE", dataset="race"),
+    ...                      max_text_length=768, seed=0)          # doctest: +SKIP
     >>> ds = data.train(start_batch=0, batch_size=32, input_context=None)
 """
 
@@ -14,7 +15,12 @@ import dataclasses
 import functools
 from pathlib import Path
 
-from nemot.data import c4, pipelines, registry
+from nemot import vocab
+from nemot.data.c4 import stream as c4
+from nemot.data.c4.pipeline import c4_dataset
+from nemot.data.qa import registry
+from nemot.data.qa.pipelines import epoch_length, examples_dataset, load_formatted
+from nemot.data.qa.pool import dataset_task_tokens, pool_dataset
 from nemot.data.tokenizer import Tokenizer
 
 
@@ -51,22 +57,39 @@ class RunData:
     validation_batches: int = 0
 
 
+def check_task_tokens(task_tokens, config):
+    """Raise before training when a dataset's task token has no output block in ``config``.
+
+    Args:
+        task_tokens: ``{dataset name: task token}`` (``"mqa"`` or ``"<mqa>"``), e.g.
+            :func:`~nemot.data.qa.pool.dataset_task_tokens` of the seed datasets or
+            ``{"c4": "lm"}``.
+        config: a ``NeMoTConfig``.
+
+    Example:
+        >>> check_task_tokens({"race": "lm"}, NeMoTConfig.preset("tiny"))   # doctest: +SKIP
+    """
+    for name, token in dict(task_tokens).items():
+        vocab.check_aux_tokens([vocab.aux_ids("dec", token)], config.output_blocks,
+                               where=f"dataset {name}")
+
+
 def examples_data(train_examples, *, max_text_length, seed=0, validation_examples=None,
                   eval_sets=(), pos_tagger=None, task_tokens=None, validation_batches=0):
     """:class:`RunData` of lists of ``FormattedExample`` (fine-tuning, synthetic tasks)."""
     n = max_text_length
 
     def train(start_batch, batch_size, input_context):
-        return pipelines.examples_dataset(train_examples, batch_size=batch_size,
+        return examples_dataset(train_examples, batch_size=batch_size,
                                           max_text_length=n, seed=seed, start_batch=start_batch,
                                           input_context=input_context, pos_tagger=pos_tagger)
 
     def validation(batch_size, input_context):
-        return pipelines.examples_dataset(validation_examples, batch_size=batch_size,
+        return examples_dataset(validation_examples, batch_size=batch_size,
                                           max_text_length=n, shuffle=False, repeat=False,
                                           input_context=input_context, pos_tagger=pos_tagger)
 
-    return RunData(train=train, epoch_examples=pipelines.epoch_length(train_examples),
+    return RunData(train=train, epoch_examples=epoch_length(train_examples),
                    validation=validation if validation_examples else None,
                    eval_sets=list(eval_sets), task_tokens=dict(task_tokens or {}),
                    validation_batches=validation_batches)
@@ -79,7 +102,7 @@ def c4_data(data, max_text_length, seed):
     if data.dir is None:
         raise ValueError("data.dir: pre-training needs a C4 directory (raw files or data_prep "
                          "shards; with data.source = 'tfds', a TFDS data directory)")
-    stream = functools.partial(pipelines.c4_dataset, data.dir, max_text_length=max_text_length,
+    stream = functools.partial(c4_dataset, data.dir, max_text_length=max_text_length,
                                pack=data.pack, source=data.source, tfds_name=data.tfds_name,
                                max_bad_lines=data.max_bad_lines)
     validation = None
@@ -111,7 +134,7 @@ def _validation_examples(name, data, directory, common):
     split = registry.resolve_split(name, "dev" if data.validation_split == "auto"
                                    else data.validation_split)
     info = registry.get(name)
-    examples = pipelines.load_formatted(name, split, data_dir=directory, expand=False,
+    examples = load_formatted(name, split, data_dir=directory, expand=False,
                                         decode=True, **common)
     label_mode = info.task == "mqa" and data.mqa_mode == "label"
     return examples, EvalSet(name, examples[:data.validation_examples or None], info.metric,
@@ -133,7 +156,7 @@ def finetune_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None):
     if data.validation_split:
         validation, eval_set = _validation_examples(data.dataset, data, data.dir, common)
         eval_sets = [eval_set]
-    train = pipelines.load_formatted(data.dataset, data.train_split, data_dir=data.dir, **common)
+    train = load_formatted(data.dataset, data.train_split, data_dir=data.dir, **common)
     return examples_data(train, max_text_length=max_text_length, seed=seed,
                          validation_examples=validation, eval_sets=eval_sets,
                          pos_tagger=pos_tagger,
@@ -147,7 +170,7 @@ def general_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None,
     seed datasets) and, with ``data.validation_split``, every dataset's validation split
     (``"auto"``: each its own) for the loss and the metric (the mean over datasets).
 
-    ``make_sampler``: see :func:`nemot.data.pipelines.pool_dataset` (``data.sampling``).
+    ``make_sampler``: see :func:`nemot.data.qa.pool.pool_dataset` (``data.sampling``).
     """
     _qa_source(data, "general")
     if data.dir is None:
@@ -155,10 +178,10 @@ def general_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None,
                          "sub-directory per dataset")
     tokenizer = tokenizer or Tokenizer()
     names = tuple(data.datasets or registry.SEED_DATASETS)
-    tokens = pipelines.dataset_task_tokens(
+    tokens = dataset_task_tokens(
         names, {name: data.task_token for name in names} if data.task_token else None)
     common = _common(data, max_text_length, tokenizer)
-    pool = functools.partial(pipelines.pool_dataset, names, data_dir=data.dir, seed=seed,
+    pool = functools.partial(pool_dataset, names, data_dir=data.dir, seed=seed,
                              task_tokens=tokens, split=data.train_split, pos_tagger=pos_tagger,
                              make_sampler=make_sampler, **common)
     validation, eval_sets = [], []
@@ -171,7 +194,7 @@ def general_data(data, max_text_length, seed, tokenizer=None, pos_tagger=None,
     return RunData(
         train=lambda start_batch, batch_size, input_context: pool(
             start_batch=start_batch, batch_size=batch_size, input_context=input_context),
-        validation=(lambda batch_size, input_context: pipelines.examples_dataset(
+        validation=(lambda batch_size, input_context: examples_dataset(
             validation, batch_size=batch_size, max_text_length=max_text_length, shuffle=False,
             repeat=False, input_context=input_context, pos_tagger=pos_tagger)) if validation
         else None,

@@ -8,7 +8,7 @@ all answer options and exact match per question; ReCoRD token F1 and exact match
 question's best candidate.
 
 A task's score is the mean of its metrics (×100, :func:`task_score`); the GLUE average is
-the mean over :data:`nemot.data.glue.TASKS` (MNLI: the mean of matched and mismatched;
+the mean over :data:`nemot.data.benchmarks.glue.TASKS` (MNLI: the mean of matched and mismatched;
 WNLI left out, as T5), the SuperGLUE average the mean over its tasks. A correlation of
 constant predictions (or golds) is undefined; it counts as 0 here (sklearn's rule for
 Matthews), where scipy would give NaN.
@@ -25,7 +25,7 @@ import statistics
 import numpy as np
 from scipy import stats
 
-from nemot.data.superglue import group_indices
+from nemot.data.benchmarks.superglue import group_indices
 from nemot.evaluation.metrics import exact_match, f1
 
 GLUE_METRICS = {"CoLA": ("mcc",), "SST-2": ("acc",), "MRPC": ("f1", "acc"),
@@ -115,7 +115,7 @@ def score_superglue(task, rows, probabilities):
 
     Args:
         task: a SuperGLUE task name.
-        rows: the :class:`nemot.data.superglue.PairRow` s of the split, in the order
+        rows: the :class:`nemot.data.benchmarks.superglue.PairRow` s of the split, in the order
             they were predicted.
         probabilities: model outputs, [len(rows), units] or [len(rows)].
     """

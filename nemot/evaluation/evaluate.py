@@ -1,6 +1,6 @@
 """``nemot evaluate``: a checkpoint on one dataset split -> predictions, metrics and a thesis-style table.
 
-Question answering (every dataset of ``nemot.data.registry`` except the LM sets):
+Question answering (every dataset of ``nemot.data.qa.registry`` except the LM sets):
 
 - multiple choice (``mqa``), ``--mc-mode label`` (the thesis): the argmax token
   at ``<sep>``, compared with the gold ``(k)``; ``--mc-mode generate``: the
@@ -58,15 +58,16 @@ from pathlib import Path
 import numpy as np
 
 from nemot import files, vocab
-from nemot.data import Formatter, Tokenizer, registry
-from nemot.data.format import MQA_MODES
+from nemot.data import Formatter, Tokenizer
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
+from nemot.data.qa import registry
+from nemot.data.qa.format import MQA_MODES
 from nemot.errors import ConfigError
 from nemot.evaluation import scoring
-from nemot.models import generation as decoding
 from nemot.evaluation.options import DEFAULT_MAX_NEW_TOKENS, MC_MODES, TASKS, check_checkpoint
 from nemot.evaluation.perplexity import perplexity
 from nemot.evaluation.report import write_lm_report, write_report
+from nemot.models import generation as decoding
 
 MODES = vocab.MODES
 RUN_CONFIG = "run_config.toml"

@@ -6,7 +6,7 @@ import argparse
 import os
 
 from nemot import console, errors, vocab
-from nemot.data import registry
+from nemot.data.qa import registry
 from nemot.evaluation.options import (DEFAULT_MAX_NEW_TOKENS, MC_MODES, REDUCTIONS, TASKS,
                                       check_checkpoint)
 

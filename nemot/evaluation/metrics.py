@@ -21,7 +21,7 @@ import functools
 import re
 import string
 
-from nemot.data.format import PART_SEPARATOR, join_answer
+from nemot.data.qa.format import PART_SEPARATOR, join_answer
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
@@ -348,7 +348,7 @@ def drop_answer_strings(answer):
     >>> drop_answer_strings({"number": "", "date": {"day": "", "month": "", "year": ""}, "spans": ["x", "y"]})
     ('x', 'y')
     """
-    from nemot.data.readers.drop import answer_parts  # the reader's rule, in one place
+    from nemot.data.qa.readers.drop import answer_parts  # the reader's rule, in one place
 
     answer = answer_parts(answer, "DROP answer", None)
     return (answer,) if isinstance(answer, str) else answer

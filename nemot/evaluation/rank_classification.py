@@ -1,5 +1,5 @@
-"""Scoring a T5 on the dev sets of a text-to-text mixture (:mod:`nemot.data.mixture`) by
-rank classification: each candidate target (:mod:`nemot.data.text_to_text`) is scored by
+"""Scoring a T5 on the dev sets of a text-to-text mixture (:mod:`nemot.data.benchmarks.mixture`) by
+rank classification: each candidate target (:mod:`nemot.data.benchmarks.text_to_text`) is scored by
 its log-likelihood and the best taken, which is the answer of greedy decoding whenever
 that decodes a valid label, and never an invalid one (T5 counted those as wrong). The
 candidates' probabilities become the GLUE and SuperGLUE metrics and averages of
@@ -12,9 +12,9 @@ Example:
 
 import numpy as np
 
-from nemot.data import text_to_text
-from nemot.data.mixture import model_batch, token_ids
-from nemot.data.text_to_text import GLUE_TASKS
+from nemot.data.benchmarks import text_to_text
+from nemot.data.benchmarks.mixture import model_batch, token_ids
+from nemot.data.benchmarks.text_to_text import GLUE_TASKS
 from nemot.evaluation import benchmarks
 
 

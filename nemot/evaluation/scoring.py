@@ -14,7 +14,7 @@ same way wherever it is scored:
 The prompts are the examples' ``prompt_ids`` as the formatter made them: the text
 up to ``<sep>``, cut only when it and the formatter's answer room do not fit the
 window, and then by training's rule (first token kept, the passage's start
-removed; :func:`nemot.data.format.truncate`). A prompt that fits is decoded whole.
+removed; :func:`nemot.data.qa.format.truncate`). A prompt that fits is decoded whole.
 
 Example:
 

@@ -3,8 +3,8 @@ co-trained on GLUE and SuperGLUE (docs/hypergrid.md).
 
 The layers live in :mod:`nemot.modulation.hypergrid` (kinds ``hypergrid`` and
 ``hypergrid_og``, also hosted by NeMoT), the T5 host in :mod:`nemot.models.t5`, the
-text-to-text data in :mod:`nemot.data.text_to_text` and :mod:`nemot.data.mixture`, its
-scoring in :mod:`nemot.evaluation.rank_classification`; this package is the paper's
+text-to-text data in :mod:`nemot.data.benchmarks.text_to_text` and
+:mod:`nemot.data.benchmarks.mixture`, its scoring in :mod:`nemot.evaluation.rank_classification`; this package is the paper's
 recipe: the wiring (:mod:`.model`), the experiments, the paper's numbers and its table
 (:mod:`.experiment`) and the command line (:mod:`.cli`).
 """

@@ -52,9 +52,9 @@ import statistics
 import typing
 from pathlib import Path
 
-from nemot.data import glue, superglue
+from nemot.data.benchmarks import glue, superglue
+from nemot.data.benchmarks.text_to_text import TASKS
 from nemot.experiments import config, protocol
-from nemot.data.text_to_text import TASKS
 
 HYPERGRID_KEYS = {"mode", "grid", "placement", "conditioning", "heads", "key_dim", "scalar",
                   "materialise", "residual", "initializer", "gates", "orientation"}
@@ -185,7 +185,7 @@ def build_run(experiment, variant, seed, tasks=None):
     ``tasks``: these of the experiment's tasks only (a per-task run)."""
     import keras
 
-    from nemot.data.mixture import IGNORE, load_mixture
+    from nemot.data.benchmarks.mixture import IGNORE, load_mixture
     from nemot.hypergrid.model import HyperGridT5
     from nemot.models.t5 import load_backbone, load_tokenizer
 

@@ -18,7 +18,7 @@ import keras
 from keras import ops
 
 from nemot import backend
-from nemot.config import NeMoTConfig
+from nemot.config import as_config
 from nemot import dropout as drop
 from nemot.layers.masks import attention_mask as build_attention_mask
 from nemot.layers.transformer import TransformerLayer
@@ -37,16 +37,12 @@ SET_CONDITIONING = {
 ATTENTION_PATHS = {"auto": None, "fused": True, "unfused": False}
 
 
-def _as_config(config):
-    return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
-
-
 class _ConfiguredLayer(keras.layers.Layer):
     """A layer built from a ``NeMoTConfig`` and serialised as its dict."""
 
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
-        self.config = _as_config(config)
+        self.config = as_config(config)
         self.seed_generator = drop.seed_generator(self._has_dropout())
 
     def _has_dropout(self):

@@ -14,7 +14,7 @@
 - SST-2, ``layout = "sst5"`` (the default; the paper's split): the paper held out "about
   20% of the data set" for test. SST-2 is SST's sentences without the neutral ones,
   binarised; its sentence-level files here are the minBERT project's SST-5
-  ``ids-sst-train.csv`` and ``ids-sst-dev.csv`` (:mod:`nemot.data.minbert`): labels 0, 1
+  ``ids-sst-train.csv`` and ``ids-sst-dev.csv`` (:mod:`nemot.data.benchmarks.minbert`): labels 0, 1
   become negative (0), 3, 4 positive (1), neutral 2 is dropped (6,920 + 872 sentences,
   GLUE SST-2's train and dev sentences), the sentences are lower-cased as GLUE's are,
   both files are pooled and ``test_fraction`` (0.2) of them held out with
@@ -24,9 +24,10 @@
   Either way words (the files are tokenised) are ids of a vocabulary of the training
   split, 1 for unknown words, 0 pads.
 
-The readers are the shared ones (:mod:`nemot.data.cifar10`, :mod:`nemot.data.names`,
-:mod:`nemot.data.glue`). Held-out splits are drawn with ``split_seed`` (the same for
-every run of an experiment: runs differ in initialisation and batch order only).
+The readers are the shared ones (:mod:`nemot.data.benchmarks.cifar10`,
+:mod:`nemot.data.benchmarks.names`, :mod:`nemot.data.benchmarks.glue`). Held-out splits are
+drawn with ``split_seed`` (the same for every run of an experiment: runs differ in
+initialisation and batch order only).
 ``synthetic = N`` generates N learnable examples of the dataset's shape instead of
 reading files (:mod:`nemot.data.synthetic.arrays`), for smoke runs without the data.
 """
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.data import cifar10, glue, minbert, names
+from nemot.data.benchmarks import cifar10, glue, minbert, names
 from nemot.data.synthetic import arrays
 
 DATASETS = ("cifar10", "names", "sst2")

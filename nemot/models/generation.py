@@ -52,8 +52,8 @@ import numpy as np
 from keras import ops
 
 from nemot import backend, vocab
-from nemot.data.format import Formatter, truncate
 from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
+from nemot.data.qa.format import Formatter, truncate
 
 # How an option's likelihood combines its tokens' log-probabilities (the evaluation
 # command's --score-reduction choices, nemot.evaluation.options.REDUCTIONS).

@@ -23,17 +23,13 @@ from keras_hub.models import Backbone
 
 from nemot import vocab
 from nemot.backend import concrete
-from nemot.config import NeMoTConfig
+from nemot.config import as_config
 from nemot.layers.masks import mask_from_positions
 from nemot.layers.reading_strategies import ReadingStrategies
 from nemot.layers.sets import NeuromodulatorySet, OutputSet, VanillaSet
 from nemot.models.weights import count_weights
 from nemot.modulation.base import Modulation, task_index
 from nemot.modulation.gate import Gate
-
-
-def as_config(config):
-    return NeMoTConfig.from_dict(config) if isinstance(config, dict) else config
 
 
 def text_masks(text_valid, is_enc, query_start, query_length, num_aux, with_aux):

@@ -1,5 +1,5 @@
 """Strings to NeMoT's inputs and targets: the unified text-to-text format (thesis §3.3.1,
-:mod:`nemot.data.format`) as a KerasHub ``CausalLMPreprocessor``.
+:mod:`nemot.data.qa.format`) as a KerasHub ``CausalLMPreprocessor``.
 
 A formatted example is one string, ``"<p1> passage <q> question (1) option ... <sep>
 answer </s>"`` (the prompt is everything up to the first ``<sep>``), or a dict of fields
@@ -13,7 +13,7 @@ import numpy as np
 from keras_hub.models import CausalLMPreprocessor
 
 from nemot import vocab
-from nemot.data.format import Formatter, QAExample, assemble, truncate
+from nemot.data.qa.format import Formatter, QAExample, assemble, truncate
 from nemot.models.nemot_backbone import NeMoTBackbone
 from nemot.models.nemot_tokenizer import NeMoTTokenizer
 
@@ -42,7 +42,7 @@ class NeMoTPreprocessor(CausalLMPreprocessor):
 
     ``token_ids`` [batch, 3 + sequence_length] (auxiliary tokens first, ``<pad>`` after
     the text); the targets [batch, sequence_length] with ``-1`` where a position does not
-    count (see :mod:`nemot.data.format`). Generation takes prompts (the string up to and
+    count (see :mod:`nemot.data.qa.format`). Generation takes prompts (the string up to and
     including ``<sep>``) and gives back the generated text.
 
     Args:

@@ -154,17 +154,17 @@ class TextToTextCausalLM(CausalLM):
         if not _is_symbolic(token_ids):
             self.check_batch(np.asarray(token_ids))
             return x
-        from nemot.data import pipelines  # a tf.data pipeline is being traced
+        from nemot.data.tf_errors import checked_token_ids  # a tf.data pipeline is being traced
 
         width = token_ids.shape[1]
         if width is not None:
             self.backbone.check_text_length(width - vocab.NUM_AUX)
-        return pipelines.checked_token_ids(x, self.check_batch)
+        return checked_token_ids(x, self.check_batch)
 
     def make_train_function(self, force=False):
         """Keras's, after building the optimizer, raising a Python error of the data (a task
         token no block serves, a ``DataError`` naming a file and line) as itself rather
-        than as TensorFlow's ``OpError`` (:func:`nemot.data.pipelines.python_errors`)."""
+        than as TensorFlow's ``OpError`` (:func:`nemot.data.tf_errors.python_errors`)."""
         if self.train_function is not None and not force:
             return self.train_function
         if not self.optimizer.built:
@@ -288,9 +288,9 @@ class TextToTextCausalLM(CausalLM):
 
 def _raising_python_errors(function):
     def call(*args, **kwargs):
-        from nemot.data import pipelines
+        from nemot.data.tf_errors import python_errors
 
-        with pipelines.python_errors():
+        with python_errors():
             return function(*args, **kwargs)
 
     return call

@@ -4,7 +4,8 @@ The thesis' successor (ICLR 2023 Tiny Paper):
 ``model`` (the three variants on :class:`nemot.models.bert.ModulatedBert`), ``metrics``
 (the paper's aggregation, significance), ``train`` (one fine-tuning run), ``experiment``
 (the recipe of ``configs/ngt/*.toml`` in the experiment protocol) and ``cli`` (``nemot ngt``), on the shared SuperGLUE reader and
-pair encoder (:mod:`nemot.data.superglue`) and metrics (:mod:`nemot.evaluation.benchmarks`).
+pair encoder (:mod:`nemot.data.benchmarks.superglue`) and metrics
+(:mod:`nemot.evaluation.benchmarks`).
 
 The names load on first use (:mod:`nemot.lazy`), so that ``nemot ngt --help`` loads no
 backend.

@@ -29,7 +29,7 @@ import dataclasses
 import typing
 from pathlib import Path
 
-from nemot.data import superglue
+from nemot.data.benchmarks import superglue
 from nemot.evaluation.benchmarks import task_score
 from nemot.experiments import protocol
 from nemot.experiments.config import keys, settings

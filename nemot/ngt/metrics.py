@@ -20,7 +20,7 @@ import statistics
 
 from scipy import stats
 
-from nemot.data import superglue
+from nemot.data.benchmarks import superglue
 from nemot.evaluation import benchmarks
 
 

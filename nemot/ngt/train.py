@@ -19,8 +19,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from nemot.data import superglue
-from nemot.data.pipelines import generator_dataset
+from nemot.data.batching import generator_dataset
+from nemot.data.benchmarks import superglue
 from nemot.evaluation import benchmarks
 from nemot.models import bert
 from nemot.models.bert import load_backbone

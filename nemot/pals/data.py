@@ -3,7 +3,8 @@
 Two distributions, read as published (one declarative :class:`Layout` per task):
 
 - **CS224N minBERT default project** (``data/`` of the project; seed s.5.1): read by
-  the shared reader :mod:`nemot.data.minbert` (its layouts and :func:`read_file` live there).
+  the shared reader :mod:`nemot.data.benchmarks.minbert` (its layouts and :func:`read_file`
+  live there).
 - **GLUE** (``SST-2/``, ``QQP/``, ``STS-B/`` with ``{train,dev,test}.tsv``, unquoted):
   SST-2 ``sentence``, ``label``; QQP ``id``, ``question1``, ``question2``,
   ``is_duplicate``; STS-B ``index``, ``sentence1``, ``sentence2``, ``score``. Test files
@@ -24,13 +25,13 @@ Example:
 
 import numpy as np
 
-from nemot.data import glue, minbert
-from nemot.data.minbert import Layout, Rows
+from nemot.data.benchmarks import glue, minbert
+from nemot.data.benchmarks.minbert import Layout, Rows
+from nemot.data.benchmarks.wordpiece import InputPacker
 from nemot.data.sampling import sampled_batches, shuffled_batches
-from nemot.data.wordpiece import InputPacker
 from nemot.pals.tasks import get_task
 
-# The minBERT layouts (nemot.data.minbert) and GLUE's files (unquoted).
+# The minBERT layouts (nemot.data.benchmarks.minbert) and GLUE's files (unquoted).
 LAYOUTS = {
     **minbert.LAYOUTS,
     "sst2": Layout(("SST-2/{split}.tsv",), ("sentence",), "label", False, labels=(0, 1)),
@@ -54,7 +55,7 @@ SOURCES = ("files", "tfds", "hub")
 
 def read_rows(task, data_dir, split, source="files", labelled=False):
     """The :class:`Rows` of ``task``'s ``split``: from the files under ``data_dir``, or
-    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.data.glue.read_task`).
+    (GLUE tasks) a TFDS directory or the hub (:func:`nemot.data.benchmarks.glue.read_task`).
     ``labelled``: a file without its label column is an error (:func:`minbert.read`)."""
     if source == "files":
         return minbert.read(get_task(task).name, data_dir, split, labelled, LAYOUTS)

@@ -49,10 +49,9 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from nemot.experiments import protocol
-from nemot.experiments import config
-from nemot.experiments.protocol import Experiment
 from nemot.data.sampling import MODES, TaskSampler
+from nemot.experiments import config, protocol
+from nemot.experiments.protocol import Experiment
 from nemot.models.bert import model_tokenizer
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
@@ -200,7 +199,7 @@ def _load_split(settings, encoder, split):
 def _datasets(settings, train, evaluation, sampler, seed):
     import tensorflow as tf
 
-    from nemot.data.pipelines import generator_dataset
+    from nemot.data.batching import generator_dataset
 
     length = settings.sequence_length
     spec = tf.TensorSpec((None, length), tf.int32)

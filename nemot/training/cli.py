@@ -83,7 +83,7 @@ def check_inputs(cfg):
     """Refuse, naming the config key, a run whose inputs do not exist, before anything is
     built: ``data.dataset`` / ``data.datasets`` not in the registry, a missing
     ``train.init_from`` or local ``data.dir``."""
-    from nemot.data import registry
+    from nemot.data.qa import registry
 
     for key, names in (("dataset", [cfg.data.dataset] if cfg.data.dataset else []),
                        ("datasets", cfg.data.datasets)):

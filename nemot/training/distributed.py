@@ -81,7 +81,7 @@ def distribute(strategy, dataset_fn, global_batch_size):
     Args:
         strategy: a ``tf.distribute`` strategy (``MirroredStrategy``,
             ``MultiWorkerMirroredStrategy``, ...).
-        dataset_fn: e.g. ``functools.partial(nemot.data.pipelines.c4_dataset, "c4/en", seed=1)``.
+        dataset_fn: e.g. ``functools.partial(nemot.data.c4.pipeline.c4_dataset, "c4/en", seed=1)``.
         global_batch_size: examples per step over all replicas.
 
     Example:

@@ -40,8 +40,8 @@ from pathlib import Path
 import keras
 
 from nemot import files
-from nemot.training import callbacks as cb
 from nemot.training import distributed
+from nemot.training import callbacks as cb
 from nemot.training.checkpoints import TrainingCheckpoint
 
 logger = logging.getLogger(__name__)
@@ -260,7 +260,7 @@ def directory_lock(out_dir, is_chief=True):
 
 def _run_locked(build_model, compile_model, source, train, out_dir, strategy, extra_callbacks,
                 config_toml, perplexity, is_chief, worker):
-    from nemot.data import pipelines
+    from nemot.data.tf_errors import python_errors
 
     if is_chief and config_toml is not None:
         files.write_text(Path(out_dir, "config.toml"), config_toml)
@@ -293,7 +293,7 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
                       steps_per_epoch=spe - step % spe if step % spe else spe,
                       validation_data=val_ds, callbacks=callbacks, verbose=train.verbose)
         # A DataError of the data (a malformed line...) is raised as itself.
-        with pipelines.python_errors():
+        with python_errors():
             if distributed.is_multi_worker(strategy):
                 h = distributed.multi_worker_fit(model, strategy, train_ds,
                                                  jit_compile=train.jit_compile, **kwargs)

@@ -4,7 +4,7 @@
 module holds what is NeMoT's own; the loop (strategy, checkpoints and resume,
 epochs, validation, the ♣ / ♠ / last models) is :func:`nemot.training.loop.run`:
 
-1. the data of ``cfg.data`` (:func:`nemot.data.sources.run_data`): C4, one dataset or
+1. the data of ``cfg.data`` (:mod:`nemot.data.sources`): C4, one dataset or
    the multi-format pool, with its validation sets;
 2. the model (``nemot.models.build``: NeMoT or the GPT-2 baseline), optionally started
    from a saved model (``train.init_from``) and, for general training, with the ``lm``
@@ -30,7 +30,7 @@ import keras
 import numpy as np
 
 from nemot import files, optimizers
-from nemot.data import pipelines, sources
+from nemot.data import sources
 from nemot.data.pos_tags import pos_tagger_for
 from nemot.data.sampling import TaskSampler
 from nemot.data.tokenizer import Tokenizer
@@ -263,7 +263,7 @@ def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None, callbac
         check_resume(cfg, out_dir)
         if source is None:
             source, task_tokens = data_source(cfg, tokenizer)
-        pipelines.check_task_tokens(task_tokens or {}, cfg.model)
+        sources.check_task_tokens(task_tokens or {}, cfg.model)
         if is_chief:
             files.write_text(os.path.join(out_dir, RUN_CONFIG), dump_toml(cfg.to_dict()))
         return loop.run(lambda: build_model(cfg), source, cfg.train, out_dir,

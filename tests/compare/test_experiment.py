@@ -15,10 +15,10 @@ from nemot import vocab
 
 from nemot.experiments import cli as runs_cli
 
-from nemot.experiments import protocol, report as reporting
-from nemot.compare import experiment as compare
 from nemot.compare import pool
-from nemot.data.minbert import Rows
+from nemot.compare import experiment as compare
+from nemot.data.benchmarks.minbert import Rows
+from nemot.experiments import protocol, report as reporting
 from tests.compare.helpers import write_minbert_layout
 
 MINBERT = "configs/compare/minbert.toml"

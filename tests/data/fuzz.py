@@ -154,7 +154,7 @@ def _registry(name, writer, relative, split="train", **options):
         path = root / relative
 
         def read():
-            from nemot.data import registry
+            from nemot.data.qa import registry
 
             return registry.load_examples(name, split, root, **options)
 
@@ -165,7 +165,7 @@ def _registry(name, writer, relative, split="train", **options):
 
 def _glue(task):
     def write(root):
-        from nemot.data import glue
+        from nemot.data.benchmarks import glue
         from nemot.data.synthetic.glue import GLUE_HEADERS, _glue_rows
 
         rows = _glue_rows(task, np.random.default_rng(0), 6)
@@ -180,7 +180,7 @@ def _glue(task):
 
 def _minbert(task):
     def write(root):
-        from nemot.data import minbert
+        from nemot.data.benchmarks import minbert
         from nemot.data.synthetic.minbert import _rows, write_minbert
 
         columns = {"sst": ("id", "sentence", "sentiment"),
@@ -195,7 +195,7 @@ def _minbert(task):
 
 def _superglue(task):
     def write(root):
-        from nemot.data import superglue
+        from nemot.data.benchmarks import superglue
         from tests.data.superglue_records import RECORDS
 
         path = root / task / "train.jsonl"
@@ -207,14 +207,14 @@ def _superglue(task):
 
 
 def _names(root):
-    from nemot.data.names import read_names
+    from nemot.data.benchmarks.names import read_names
 
     benchmark_files.names(root)
     return root / "Polish.txt", lambda: read_names(root)
 
 
 def _cifar10(root):
-    from nemot.data.cifar10 import read_cifar10
+    from nemot.data.benchmarks.cifar10 import read_cifar10
 
     benchmark_files.cifar10(root, per_batch=3)
 
@@ -238,7 +238,7 @@ def _tokenizer():
 
 
 def _c4_stream(root, kind, files):
-    from nemot.data import c4
+    from nemot.data.c4 import stream as c4
 
     rows = c4.window_stream(kind, files, n=16, seed=0, tokenizer=_tokenizer(), repeat=False,
                             shuffle_buffer=4)
@@ -246,7 +246,7 @@ def _c4_stream(root, kind, files):
 
 
 def _c4_raw(root):
-    from nemot.data import c4
+    from nemot.data.c4 import stream as c4
 
     fixtures.write_c4(root, n_train=2, docs_per_file=4)
 
@@ -258,7 +258,8 @@ def _c4_raw(root):
 
 
 def _c4_shard(root):
-    from nemot.data import c4, prepare
+    from nemot.data import prepare
+    from nemot.data.c4 import stream as c4
 
     raw = root / "raw"
     fixtures.write_c4(raw, n_train=2, docs_per_file=4)
@@ -294,7 +295,7 @@ def _qa_shard(root):
 
 
 def _window_index(root):
-    from nemot.data import c4
+    from nemot.data.c4 import stream as c4
 
     path = root / "c4-windows.json"
     path.write_text(json.dumps({"/c4/a.npz|10|2|n=16|pack=False": 3,

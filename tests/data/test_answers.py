@@ -4,8 +4,9 @@ epoch, and the same label layout for every answer whatever whitespace it came wi
 import itertools
 
 from nemot import vocab
-from nemot.data import Formatter, QAExample, expand_answers, registry
-from nemot.data.pipelines import epoch_length, eval_examples, examples_dataset
+from nemot.data import Formatter, QAExample, expand_answers
+from nemot.data.qa import registry
+from nemot.data.qa.pipelines import epoch_length, eval_examples, examples_dataset
 
 N = 32
 

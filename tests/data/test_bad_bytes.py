@@ -13,7 +13,9 @@ import pytest
 
 from data_prep.__main__ import main as data_prep
 from nemot import console
-from nemot.data import DataError, c4, cifar10, prepare, shards
+from nemot.data import DataError, prepare, shards
+from nemot.data.benchmarks import cifar10
+from nemot.data.c4 import stream as c4
 from tests.data import benchmark_files, fixtures
 
 PACKAGE = Path(__file__).resolve().parents[2] / "nemot"
@@ -160,7 +162,7 @@ def test_nothing_else_in_the_package_unpickles_data():
                     and not (isinstance(node.value, ast.Constant)
                              and node.value.value is (node.arg == "safe_mode")):
                 found.append(f"{where} {node.arg}={ast.unparse(node.value)}")
-    assert len(found) == 1 and found[0].startswith("nemot/data/cifar10.py:") \
+    assert len(found) == 1 and found[0].startswith("nemot/data/benchmarks/cifar10.py:") \
         and found[0].endswith(" pickle.Unpickler"), found
 
 

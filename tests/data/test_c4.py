@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nemot.data import prepare
 from nemot import vocab
-from nemot.data import DataError, c4, sources
+from nemot.data import DataError, prepare, sources
+from nemot.data.c4 import stream as c4
+from nemot.data.c4.pipeline import c4_dataset
 from nemot.data.config import DataConfig
-from nemot.data.pipelines import c4_dataset, python_errors
+from nemot.data.tf_errors import python_errors
 from tests.data import fixtures
 
 PAD, IGN = vocab.PAD_ID, vocab.IGNORE_ID
@@ -213,7 +214,7 @@ def test_malformed_lines_are_logged_as_they_come_and_counted_at_epoch_end(tmp_pa
     write_texts(tmp_path / "c4-train.00001-of-01024.json.gz",
                 [{"text": "A fine last document."}])
     kind, files = c4.list_files(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="nemot.data.c4"):
+    with caplog.at_level(logging.WARNING, logger="nemot.data.c4.stream"):
         rows = c4.window_stream(kind, files, n=4, repeat=False, tokenizer=tok,
                                 order="directory", cycle_length=1, shuffle_buffer=0)
         next(rows)

@@ -15,9 +15,11 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from nemot.data import DataError, c4, c4_tfds
+from nemot.data import DataError
+from nemot.data.c4 import stream as c4
+from nemot.data.c4 import tfds as c4_tfds
+from nemot.data.c4.pipeline import c4_dataset
 from nemot.data.config import DataConfig
-from nemot.data.pipelines import c4_dataset
 from nemot.data.sources import c4_data, finetune_data
 from nemot.training.run_config import load_run_config
 from tests.data import fixtures
@@ -254,9 +256,9 @@ def test_source_is_checked_and_tfds_is_for_pretraining_only(c4_sources, monkeypa
 
 
 def test_the_c4_stream_imports_its_tfds_source_without_loading_tensorflow():
-    """c4 imports c4_tfds at its top (c4_tfds never imports c4: no cycle); run configs
-    import c4, and must not load TensorFlow for it."""
-    code = "import sys, nemot.data.c4; print('tensorflow' in sys.modules)"
+    """The C4 stream imports its TFDS source at its top (which never imports the stream: no
+    cycle); run configs import the stream, and must not load TensorFlow for it."""
+    code = "import sys, nemot.data.c4.stream; print('tensorflow' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -6,7 +6,8 @@ import pickle
 import numpy as np
 import pytest
 
-from nemot.data import DataError, cifar10
+from nemot.data import DataError
+from nemot.data.benchmarks import cifar10
 from tests.data import benchmark_files
 
 

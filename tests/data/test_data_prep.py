@@ -6,7 +6,9 @@ import pytest
 
 from nemot.data import prepare
 from data_prep.__main__ import main
-from nemot.data import DataError, Formatter, c4, registry, shards
+from nemot.data import DataError, Formatter, shards
+from nemot.data.c4 import stream as c4
+from nemot.data.qa import registry
 from tests.data import fixtures
 
 

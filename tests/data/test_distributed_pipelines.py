@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nemot.data import prepare
-from nemot.data import Formatter, registry
-from nemot.data.pipelines import c4_dataset, examples_dataset, pool_dataset
+from nemot.data import Formatter, prepare
+from nemot.data.c4.pipeline import c4_dataset
+from nemot.data.qa import registry
+from nemot.data.qa.pipelines import examples_dataset
+from nemot.data.qa.pool import pool_dataset
 from tests.data import fixtures
 
 N = 16
@@ -91,7 +93,8 @@ from functools import partial
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from nemot.data.pipelines import c4_dataset, pool_dataset
+from nemot.data.c4.pipeline import c4_dataset
+from nemot.data.qa.pool import pool_dataset
 from nemot.training.distributed import distribute
 args = json.loads(sys.argv[1])
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])

@@ -2,8 +2,8 @@
 
 import pytest
 
-from nemot.data import glue
-from nemot.data.format import DataError
+from nemot.data.benchmarks import glue
+from nemot.data.raw import DataError
 from tests.data import benchmark_files
 
 MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",

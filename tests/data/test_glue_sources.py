@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from nemot.data import glue
-from nemot.data.format import DataError
-from nemot.data.tfds_rows import tfds_rows
+from nemot.data.benchmarks import glue
+from nemot.data.benchmarks.tfds_rows import tfds_rows
+from nemot.data.raw import DataError
 from tests.data.test_glue import MNLI_HEADER, mnli_row, write_tsv
 
 # Rows as the files write them: (texts under T5's names, the label column's value).

@@ -1,5 +1,5 @@
 """Every reader with a hub path, offline: ``datasets.load_dataset`` (called only by
-``common.hub_rows``) is replaced by a ``datasets.Dataset`` built here with the hub
+``nemot.data.raw.hub_rows``) is replaced by a ``datasets.Dataset`` built here with the hub
 dataset's real column names and feature types, holding the same made-up content as
 the raw fixture; the hub path must give the same examples as the raw files, so a
 renamed column or a changed label encoding fails here."""
@@ -7,7 +7,7 @@ renamed column or a changed label encoding fails here."""
 import datasets  # the optional extra `hub`, also in the `test` extra
 import pytest
 
-from nemot.data import registry
+from nemot.data.qa import registry
 from tests.data.fixtures import STORY
 
 F, V, S = datasets.Features, datasets.Value, datasets.Sequence

@@ -1,11 +1,12 @@
-"""The minBERT reader (nemot.data.minbert): the published layout and quoting, the rows the
-project itself drops (an empty label), named errors, and the seeded split of a dev file."""
+"""The minBERT reader (nemot.data.benchmarks.minbert): the published layout and quoting, the
+rows the project itself drops (an empty label), named errors, and the seeded split of a dev
+file."""
 
 import numpy as np
 import pytest
 
-from nemot.data import minbert
-from nemot.data.format import DataError
+from nemot.data.benchmarks import minbert
+from nemot.data.raw import DataError
 from nemot.data.synthetic.minbert import write_minbert
 
 QUORA = ("id", "sentence1", "sentence2", "is_duplicate")

@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from nemot.data import mixture as data
-from nemot.data.mixture import IGNORE, Mixture, TokenizedTask, model_batch, token_ids
+from nemot.data.benchmarks import mixture as data
+from nemot.data.benchmarks.mixture import IGNORE, Mixture, TokenizedTask, model_batch, token_ids
 from nemot.data.synthetic import glue as synthetic
 from nemot.evaluation.rank_classification import score
 from nemot.models.t5 import load_tokenizer

@@ -2,7 +2,8 @@
 
 import pytest
 
-from nemot.data import DataError, names
+from nemot.data import DataError
+from nemot.data.benchmarks import names
 from tests.data import benchmark_files
 
 

@@ -6,12 +6,15 @@ import pytest
 
 from nemot import vocab
 from nemot.config import NeMoTConfig
-from nemot.data import DataError, Formatter, QAExample, prepare, registry
-from nemot.data.pipelines import (SEED_DATASETS, check_task_tokens, dataset_task_tokens,
-                                  epoch_length, eval_examples, examples_dataset,
-                                  generator_dataset, pool_choices, pool_dataset, pool_members,
-                                  python_errors, qa_dataset, validation_dataset)
+from nemot.data import SEED_DATASETS, DataError, Formatter, QAExample, prepare
+from nemot.data.batching import generator_dataset
+from nemot.data.qa import registry
+from nemot.data.qa.pipelines import (epoch_length, eval_examples, examples_dataset, qa_dataset,
+                                     validation_dataset)
+from nemot.data.qa.pool import dataset_task_tokens, pool_choices, pool_dataset, pool_members
 from nemot.data.sampling import TaskSampler
+from nemot.data.sources import check_task_tokens
+from nemot.data.tf_errors import python_errors
 
 N = 32
 PAD, IGN = vocab.PAD_ID, vocab.IGNORE_ID
@@ -285,7 +288,7 @@ FAULTS_SCRIPT = """
 import json, os, resource
 import numpy as np
 import tensorflow as tf
-from nemot.data.pipelines import generator_dataset
+from nemot.data.batching import generator_dataset
 
 def faults_after_a_generator_dataset():
     spec = tf.TensorSpec([2], tf.int32)

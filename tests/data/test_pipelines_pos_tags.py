@@ -13,10 +13,12 @@ import tensorflow as tf
 
 import nemot
 from nemot import vocab
-from nemot.data import Formatter, registry
-from nemot.data.pipelines import (batches, examples_dataset, pool_dataset, pos_tagger_for,
-                                  qa_dataset, validation_dataset)
-from nemot.data.pos_tags import POS_PAD_ID, SPECIAL_TOKEN, PosTagger, pad_pos_tags
+from nemot.data import Formatter
+from nemot.data.batching import batches
+from nemot.data.pos_tags import POS_PAD_ID, SPECIAL_TOKEN, PosTagger, pad_pos_tags, pos_tagger_for
+from nemot.data.qa import registry
+from nemot.data.qa.pipelines import examples_dataset, qa_dataset, validation_dataset
+from nemot.data.qa.pool import pool_dataset
 from nemot.training import NeMoTLoss
 from tests.data.tagger_helper import perceptron  # noqa: F401 (fixture)
 

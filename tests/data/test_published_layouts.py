@@ -7,8 +7,9 @@ import shutil
 import pytest
 
 import data_prep.__main__ as data_prep_cli
-from nemot.data import DataError, Formatter, registry
-from nemot.data.pipelines import pool_dataset
+from nemot.data import DataError, Formatter
+from nemot.data.qa import registry
+from nemot.data.qa.pool import pool_dataset
 from nemot.evaluation import metrics
 from tests.data import fixtures
 

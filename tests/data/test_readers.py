@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from nemot.data import DataError, Formatter, registry
-from nemot.data.readers import common
+from nemot.data import DataError, Formatter, raw
+from nemot.data.qa import registry
 from nemot.vocab import ADDED_TOKEN_IDS as ADDED, IGNORE_ID
 
 STORY = "Mia planted a bean. It grew tall by June."
@@ -223,4 +223,4 @@ def test_narrativeqa_question_without_summary(tmp_path, raw_dirs):
 
 def test_get_checks_type():
     with pytest.raises(DataError, match=r"f\.json: line 7: field 'n': expected a list, got 3"):
-        common.get({"n": 3}, "n", "f.json", 7, list)
+        raw.get({"n": 3}, "n", "f.json", 7, list)

@@ -5,8 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from nemot.data import DataError, superglue
-from nemot.data.superglue import PairEncoder, PairRow, read_task
+from nemot.data import DataError
+from nemot.data.benchmarks import superglue
+from nemot.data.benchmarks.superglue import PairEncoder, PairRow, read_task
 from tests.data.superglue_records import RECORDS, write_jsonl
 
 

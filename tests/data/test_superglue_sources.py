@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from nemot.data import superglue
-from nemot.data.format import DataError
+from nemot.data.benchmarks import superglue
+from nemot.data.raw import DataError
 from tests.data.superglue_records import RECORDS
 from tests.data.test_glue_sources import prepare_tfds
 

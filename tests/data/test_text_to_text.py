@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from nemot.data import superglue, text_to_text
-from nemot.data.glue import GlueExample
+from nemot.data.benchmarks import superglue, text_to_text
+from nemot.data.benchmarks.glue import GlueExample
 from nemot.evaluation.benchmarks import score_superglue
 from tests.data.superglue_records import RECORDS, write_jsonl
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nemot.data.superglue import PairRow
+from nemot.data.benchmarks.superglue import PairRow
 from nemot.evaluation import benchmarks
 
 

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 import nemot
-from nemot.data import Formatter, Tokenizer, registry
+from nemot.data import Formatter, Tokenizer
+from nemot.data.qa import registry
 from nemot.evaluation import evaluate, evaluate_cli, metrics, scoring
-from nemot.models import generation as decoding
 from nemot.evaluation.perplexity import sliding_windows
 from nemot.evaluation.report import read_predictions
+from nemot.models import generation as decoding
 from tests.data import fixtures
 
 

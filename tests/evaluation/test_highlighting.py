@@ -14,11 +14,12 @@ import pytest
 
 import nemot
 from nemot import vocab
-from nemot.data import Formatter, registry
+from nemot.data import Formatter
 from nemot.data.pos_tags import OTHER, POS_PAD_ID, PosTagger
+from nemot.data.qa import registry
 from nemot.evaluation import evaluate
-from nemot.models import generation as decoding
 from nemot.evaluation.report import read_predictions
+from nemot.models import generation as decoding
 from tests.data.tagger_helper import install_perceptron, perceptron  # noqa: F401 (fixture)
 # The raw fixture files, the tokenizer and the command runner of the plain evaluate tests.
 from tests.evaluation.test_evaluate import raw, run, tok  # noqa: F401

@@ -222,7 +222,7 @@ def test_params_of_a_table_runs_offline_beside_the_papers_formula(capsys):
 
 
 def test_data_sources_are_checked_and_reach_the_readers(tmp_path, monkeypatch):
-    from nemot.data import mixture as data
+    from nemot.data.benchmarks import mixture as data
     from nemot.hypergrid import experiment as hg
 
     config = next(Path(__file__).resolve().parents[2].glob("configs/hypergrid/tiny.toml"))

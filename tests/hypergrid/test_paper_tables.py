@@ -3,7 +3,7 @@ tables: its Avg columns from its task columns."""
 
 import pytest
 
-from nemot.data import superglue
+from nemot.data.benchmarks import superglue
 from nemot.evaluation.benchmarks import superglue_average
 from nemot.hypergrid.experiment import PAPER
 

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from nemot.data.format import DataError
+from nemot.data.raw import DataError
 from nemot.data.synthetic.minbert import write_minbert
 from nemot.modact import data, experiment
 from tests.data import benchmark_files as fixtures

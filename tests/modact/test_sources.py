@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from nemot.data import cifar10, glue
-from nemot.data.format import DataError
-from nemot.data.tfds_rows import tfds_rows
+from nemot.data.benchmarks import cifar10, glue
+from nemot.data.benchmarks.tfds_rows import tfds_rows
+from nemot.data.raw import DataError
 from nemot.modact import data
 from nemot.modact.data import DataConfig
 from tests.data import benchmark_files as fixtures

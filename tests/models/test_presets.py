@@ -18,8 +18,8 @@ import tensorflow as tf
 
 import nemot
 from nemot import vocab
-from nemot.models.generation import generate_by_recomputation
 from nemot.models.baseline import GPT2BaselineCausalLM, build_baseline
+from nemot.models.generation import generate_by_recomputation
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = nemot.NeMoTConfig.preset("tiny")
@@ -185,7 +185,7 @@ def test_fit_on_raw_formatted_examples_through_the_preprocessor():
     lm.compile(keras.optimizers.Adam(1e-3))
     x, y = lm.preprocessor(EXAMPLES)
     assert x["token_ids"].shape == (2, 27) and y["task_targets"].shape == (2, 24)
-    # The targets are the formatter's (the unified format of nemot.data.format).
+    # The targets are the formatter's (the unified format of nemot.data.qa.format).
     sep = list(x["token_ids"][1, 3:]).index(vocab.SEP_ID)
     assert y["task_targets"][1, sep] == nemot.Tokenizer().encode("yes")[0]
     assert (y["task_targets"][1, :sep] == vocab.IGNORE_ID).all()

@@ -9,8 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from nemot.data import superglue
-from nemot.data.superglue import PairRow, TaskData
+from nemot.data.benchmarks import superglue
+from nemot.data.benchmarks.superglue import PairRow, TaskData
 from nemot.experiments.protocol import select_epoch
 from nemot.ngt import cli
 from nemot.ngt.experiment import Experiment, Model, TaskPlan, Train, Variant, from_dict, load

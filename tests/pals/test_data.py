@@ -4,10 +4,10 @@ named errors for bad files; pair encoding."""
 import numpy as np
 import pytest
 
-from nemot.data import glue
-from nemot.data.format import DataError
+from nemot.data.benchmarks import glue
+from nemot.data.benchmarks.wordpiece import load_tokenizer
+from nemot.data.raw import DataError
 from nemot.data.synthetic import minbert as synthetic
-from nemot.data.wordpiece import load_tokenizer
 from nemot.pals.data import Encoder, read_file, read_rows
 from nemot.pals.model import build_pal_bert
 from tests.pals.helpers import (QUORA, SST, STS, all_texts, write_minbert, write_minbert_dir,

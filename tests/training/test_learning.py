@@ -4,7 +4,7 @@ then greedy decoding (``nemot.models.generation``) scores held-out examples
 (multiple choice here, span generation in test_learning_span.py: the two run on
 different pytest-xdist workers). The multiple-choice proof uses the category task (is
 the passage word an animal?): it is learnt in ~100 steps, where the option-matching task
-sits at chance for ~400 (``nemot.training.synthetic``).
+sits at chance for ~400 (``nemot.data.synthetic.qa``).
 
 Sizes: the tiny preset without the vanilla head (its Dense(50313) costs as much
 as the main head) and without the LM term (a second cross-entropy over the same
@@ -23,8 +23,10 @@ import keras
 import pytest
 
 import nemot
-from nemot.data import Formatter, pipelines
-from nemot.training import NeMoTLoss, synthetic, trainer
+from nemot.data import Formatter
+from nemot.data.qa.pipelines import examples_dataset
+from nemot.data.synthetic import qa as synthetic
+from nemot.training import NeMoTLoss, trainer
 
 
 def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=25, batch_size=32):
@@ -38,7 +40,7 @@ def fit(train, n, steps, rate, optimizer=nemot.optimizers.Adam, epoch_steps=25, 
     model = nemot.build_model(config)
     model.compile(optimizer(rate), loss=NeMoTLoss(lm_weight=0, vanilla_weight=0),
                   jit_compile=False)
-    dataset = pipelines.examples_dataset(train, batch_size=batch_size, max_text_length=n, seed=0)
+    dataset = examples_dataset(train, batch_size=batch_size, max_text_length=n, seed=0)
     history = model.fit(dataset, epochs=steps // epoch_steps, steps_per_epoch=epoch_steps,
                         shuffle=False, verbose=0)
     return model, history.history

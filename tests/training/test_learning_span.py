@@ -4,7 +4,8 @@ questions answers held-out ones by greedy decoding (sizes: see test_learning.py)
 import keras
 
 from nemot.data import Formatter
-from nemot.training import synthetic, trainer
+from nemot.data.synthetic import qa as synthetic
+from nemot.training import trainer
 from tests.training.test_learning import fit, tok  # noqa: F401 (tok is a fixture)
 
 

@@ -12,8 +12,8 @@ import keras
 import numpy as np
 import pytest
 
-from nemot.data import registry
-from nemot.data.pipelines import qa_dataset
+from nemot.data.qa import registry
+from nemot.data.qa.pipelines import qa_dataset
 from nemot.training import cli, trainer
 from nemot.training.callbacks import TrainingDiverged
 from nemot.training.checkpoints import TrainingCheckpoint

@@ -44,7 +44,8 @@ def tiny_run_config(name, *, steps, checkpoint_every, strategy="default", dropou
 
 def tiny_source(batch_size=4, n=20):
     from nemot.data import Formatter, Tokenizer
-    from nemot.training import synthetic, trainer
+    from nemot.data.synthetic import qa as synthetic
+    from nemot.training import trainer
 
     examples = Formatter(Tokenizer(), max_text_length=n).format_batch(
         synthetic.choice_examples(24, seed=5))

@@ -1,6 +1,6 @@
 """Learnable stand-ins for CIFAR-10, NAMES and SST-2, as the arrays and lists their readers
-give (:mod:`nemot.data.cifar10`, :mod:`nemot.data.names`, :mod:`nemot.data.glue`):
-smoke runs of the modulated-activation experiments without the data (``synthetic = N``).
+give (:mod:`nemot.data.benchmarks.cifar10`, :mod:`nemot.data.benchmarks.names`,
+:mod:`nemot.data.benchmarks.glue`): smoke runs of the modulated-activation experiments without the data (``synthetic = N``).
 
 Example:
     >>> x, y = cifar10(8, seed=0)
@@ -10,7 +10,7 @@ Example:
 
 import numpy as np
 
-from nemot.data.names import LETTERS
+from nemot.data.benchmarks.names import LETTERS
 
 
 def cifar10(n, seed):

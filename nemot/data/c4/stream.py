@@ -1,5 +1,5 @@
-"""The C4 pre-training stream as plain numpy (docs/spec.md §4); :func:`nemot.data.pipelines.c4_dataset`
-wraps it in ``tf.data``.
+"""The C4 pre-training stream as plain numpy (docs/spec.md §4);
+:func:`nemot.data.c4.pipeline.c4_dataset` wraps it in ``tf.data``.
 
 The stream is a pure function of ``(seed, position)``, built in this order:
 
@@ -28,7 +28,7 @@ shard's count comes from its document offsets alone, a raw file missing from the
 index is tokenised once to count it.
 
 **Sources.** A "file" is a raw ``.json.gz`` file, a ``data_prep`` shard, or (source
-``"tfds"``, :mod:`nemot.data.c4_tfds`) one shard file of a prepared TFDS ``c4/en`` split;
+``"tfds"``, :mod:`nemot.data.c4.tfds`) one shard file of a prepared TFDS ``c4/en`` split;
 the order above is the same for all three.
 
 Example:
@@ -49,9 +49,9 @@ from pathlib import Path
 import numpy as np
 
 from nemot import files, vocab
-from nemot.data import c4_tfds, shards
-from nemot.data.format import DataError
-from nemot.data.readers.common import decode, read_text
+from nemot.data import shards
+from nemot.data.c4 import tfds as c4_tfds
+from nemot.data.raw import DataError, decode, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def list_files(data_dir, split="train", source="files", tfds_name=TFDS_NAME):
     """``(kind, files)`` of a C4 directory: raw ``*.json.gz`` (HF ``c4/en`` layout) or the
     ``*.npz`` shards of ``python -m data_prep c4``, sorted by name; with
     ``source="tfds"``, the shard files of ``tfds_name`` in the TFDS data directory
-    ``data_dir`` (:func:`nemot.data.c4_tfds.list_shards`).
+    ``data_dir`` (:func:`nemot.data.c4.tfds.list_shards`).
 
     ``split="train"`` takes every file without ``validation`` in its name,
     ``split="validation"`` only those with it (TFDS: the split of that name). Shards are
@@ -205,7 +205,7 @@ def shard_chunks(path):
 
 def file_chunks(path, kind, tokenizer, problems):
     """``(ids, offsets)`` of each chunk of a file of ``kind`` (:data:`RAW`, :data:`SHARDS` or
-    :data:`TFDS`, whose files are :class:`nemot.data.c4_tfds.TfdsShard` s)."""
+    :data:`TFDS`, whose files are :class:`nemot.data.c4.tfds.TfdsShard` s)."""
     if kind == SHARDS:
         return shard_chunks(path)
     if kind == RAW:

@@ -30,8 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.data.format import DataError
-from nemot.data.readers.common import csv_rows
+from nemot.data.raw import DataError, csv_rows
 
 SPLITS = ("train", "dev", "test")
 

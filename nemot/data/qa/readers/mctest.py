@@ -13,8 +13,9 @@ The story's ``\\newline``/``\\tab`` markers become spaces and the question's
 import re
 from pathlib import Path
 
-from nemot.data.format import DataError
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
+from nemot.data.raw import DataError
 
 SPLITS = ("train", "dev", "test")
 SUBSETS = ("mc160", "mc500")
@@ -48,8 +49,8 @@ def read(data_dir, split, subsets=SUBSETS):
         (path,) = common.find_files(data_dir, [f"{subset}.{split}.tsv"], f"{subset}.{split}",
                                     ("MCTest",))
         ans_path = answer_file(data_dir, path)
-        rows = list(common.iter_tsv(path, COLUMNS))
-        answers = list(common.iter_tsv(ans_path))
+        rows = list(raw.iter_tsv(path, COLUMNS))
+        answers = list(raw.iter_tsv(ans_path))
         if len(rows) != len(answers):
             raise DataError(ans_path, None, "answers",
                             f"one line per story of {path.name} ({len(rows)})", got=len(answers))
@@ -71,7 +72,7 @@ def read_hub(split, subsets=SUBSETS):
     """MCTest from the Hugging Face hub (``sagnikrayc/mctest``, configs ``mc160``/``mc500``:
     ``idx.{story, question}``, ``question``, ``story``, ``answer_options.{A..D}``, ``answer``)."""
     for subset in subsets:
-        for row in common.hub_rows("sagnikrayc/mctest", subset, common.hub_split(split)):
+        for row in raw.hub_rows("sagnikrayc/mctest", subset, raw.hub_split(split)):
             options = [row["answer_options"][letter] for letter in LETTERS]
             idx = row["idx"]
             yield common.multiple_choice("mctest", f"{idx['story']}#{idx['question']}",

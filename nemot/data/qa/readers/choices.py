@@ -7,8 +7,9 @@ test file). The hub export of the same data is flat: ``question`` (a string; OBQ
 read. Format ``<q> stem (1) ... <sep>`` -> ``(k)``.
 """
 
-from nemot.data.format import DataError
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
+from nemot.data.raw import DataError
 
 # Raw file patterns per registry name and split (first pattern that matches wins).
 FILES = {
@@ -35,16 +36,16 @@ def _stem_and_choices(record, path, where):
     """``(stem, labels, texts)`` of a record in either layout."""
     question = record.get("question")
     if isinstance(question, dict):  # official
-        stem = common.get(question, "stem", path, where)
-        choices = common.get(question, "choices", path, where, list, "a list of {label, text}")
-        labels = [common.get(c, "label", path, f"{where} choice {i}") for i, c in enumerate(choices)]
-        texts = [common.get(c, "text", path, f"{where} choice {i}") for i, c in enumerate(choices)]
+        stem = raw.get(question, "stem", path, where)
+        choices = raw.get(question, "choices", path, where, list, "a list of {label, text}")
+        labels = [raw.get(c, "label", path, f"{where} choice {i}") for i, c in enumerate(choices)]
+        texts = [raw.get(c, "text", path, f"{where} choice {i}") for i, c in enumerate(choices)]
         return stem, labels, texts
     choices = record.get("choices")
     stem = question if isinstance(question, str) else record.get("question_stem")
     if isinstance(stem, str) and isinstance(choices, dict):  # hub export
-        labels = common.get(choices, "label", path, where, list, "a list of option labels")
-        texts = common.get(choices, "text", path, where, list, "a list of option texts")
+        labels = raw.get(choices, "label", path, where, list, "a list of option labels")
+        texts = raw.get(choices, "text", path, where, list, "a list of option texts")
         if len(labels) != len(texts):
             raise DataError(path, where, "choices", "as many labels as texts",
                             got=(len(labels), len(texts)))
@@ -57,7 +58,7 @@ def record_example(record, name, path, where):
     stem, labels, texts = _stem_and_choices(record, path, where)
     key = record.get("answerKey")
     label = None if key in (None, "") else common.letter_label(key, labels, path, where, "answerKey")
-    return common.multiple_choice(name, common.get(record, "id", path, where), stem, texts, label,
+    return common.multiple_choice(name, raw.get(record, "id", path, where), stem, texts, label,
                                   subset=SUBSETS.get(name))
 
 
@@ -66,14 +67,14 @@ def read(data_dir, split, name="arc_easy"):
     if split not in FILES[name]:
         raise ValueError(f"{name} has splits {sorted(FILES[name])}, got {split!r}")
     for path in common.find_files(data_dir, FILES[name][split], split, TOPS[name]):
-        for line_no, record in common.iter_jsonl(path):
+        for line_no, record in raw.iter_jsonl(path):
             yield record_example(record, name, path, line_no)
 
 
 def read_hub(split, name="arc_easy"):
     """ARC/OBQA/CommonsenseQA from the Hugging Face hub (the hub layout above)."""
     hub_name, config = HUB[name]
-    for i, row in enumerate(common.hub_rows(hub_name, config, common.hub_split(split))):
+    for i, row in enumerate(raw.hub_rows(hub_name, config, raw.hub_split(split))):
         yield record_example(dict(row), name, f"hub:{hub_name}", i)
 
 

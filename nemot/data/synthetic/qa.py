@@ -22,7 +22,7 @@ Example:
 
 import numpy as np
 
-from nemot.data.format import QAExample
+from nemot.data.qa.format import QAExample
 
 ANIMALS = ("cat", "dog", "fish", "bird")
 WORDS = ("cat", "dog", "red", "blue", "sun", "moon", "tree", "fish", "bird", "car", "book",

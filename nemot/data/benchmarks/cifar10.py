@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.data.format import DataError
-from nemot.data.tfds_rows import tfds_rows
+from nemot.data.benchmarks.tfds_rows import tfds_rows
+from nemot.data.raw import DataError
 
 TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_FILE = "test_batch"

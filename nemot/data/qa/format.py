@@ -22,11 +22,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from nemot import vocab
-from nemot.errors import UserError
 
 TASKS = ("mqa", "gqa")
 MQA_MODES = ("label", "generate")
-MAX_TEXT_LENGTH = 768
 # Room left for the answer when the prompt alone is cut for generation at evaluation.
 DEFAULT_MAX_ANSWER_LENGTH = 32
 # The parts of a multi-part answer (a Quoref answer list, DROP ``spans``) are trained on as
@@ -52,28 +50,6 @@ def join_answer(answer):
 def clean_answer(answer):
     """``answer`` with its text (or each part's) stripped, its structure kept."""
     return answer.strip() if isinstance(answer, str) else tuple(p.strip() for p in answer)
-
-
-class DataError(UserError, ValueError):
-    """A raw dataset file is not what its reader expects.
-
-    The message names the file, the line (or key), the field and what was expected.
-
-    Example:
-        >>> str(DataError("dev.jsonl", 3, "answer", "true or false", got="maybe"))
-        "dev.jsonl: line 3: field 'answer': expected true or false, got 'maybe'"
-    """
-
-    def __init__(self, path, where, field_name, expected, got=dataclasses.MISSING):
-        self.path, self.where, self.field, self.expected = str(path), where, field_name, expected
-        location = self.path
-        if where is not None:
-            location += f": line {where}" if isinstance(where, int) else f": {where}"
-        message = f"{location}: field {field_name!r}: expected {expected}"
-        if got is not dataclasses.MISSING:
-            message += f", got {got!r}" if not isinstance(got, str) or len(got) < 80 else \
-                f", got {got[:77]!r}..."
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -243,8 +219,8 @@ class Formatter:
         '<q> Is it? <sep> yes </s>'
     """
 
-    def __init__(self, tokenizer, max_text_length=MAX_TEXT_LENGTH, mode="dec", task_token=None,
-                 mqa_mode="label", max_answer_length=None):
+    def __init__(self, tokenizer, max_text_length=vocab.MAX_TEXT_LENGTH, mode="dec",
+                 task_token=None, mqa_mode="label", max_answer_length=None):
         if mode not in ("dec", "enc"):
             raise ValueError(f"mode must be 'dec' or 'enc', got {mode!r}")
         if mqa_mode not in MQA_MODES:

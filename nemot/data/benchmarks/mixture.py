@@ -1,5 +1,5 @@
 """GLUE + SuperGLUE as one multi-task stream for a T5 backbone: the text-to-text examples
-(:mod:`nemot.data.text_to_text`) tokenised and mixed in proportion to each task's size
+(:mod:`nemot.data.benchmarks.text_to_text`) tokenised and mixed in proportion to each task's size
 (T5's ``en_mix``; rate cap optional), with their dev sets for scoring
 (:mod:`nemot.evaluation.rank_classification`).
 
@@ -25,10 +25,10 @@ import itertools
 
 import numpy as np
 
-from nemot.data import glue, superglue, text_to_text
-from nemot.data.pipelines import epoch_indices, generator_dataset, replica_share
+from nemot.data.batching import epoch_indices, generator_dataset, replica_share
+from nemot.data.benchmarks import glue, superglue, text_to_text
+from nemot.data.benchmarks.text_to_text import GLUE_TASKS, TASKS
 from nemot.data.sampling import TaskSampler, sampled_batches
-from nemot.data.text_to_text import GLUE_TASKS, TASKS
 
 PAD_ID = 0
 IGNORE = -1
@@ -80,8 +80,8 @@ def _split_examples(key, split, glue_dir, superglue_dir, glue_source="files",
 def load_task(key, tokenizer, glue_dir=None, superglue_dir=None, max_input_length=512,
               max_target_length=32, dev=True, glue_source="files", superglue_source="files"):
     """Read, format and tokenise one task's train split (and its dev sets); the sources
-    are those of :func:`nemot.data.glue.read_task` and
-    :func:`nemot.data.superglue.load_task` (files, a TFDS directory, the hub)."""
+    are those of :func:`nemot.data.benchmarks.glue.read_task` and
+    :func:`nemot.data.benchmarks.superglue.load_task` (files, a TFDS directory, the hub)."""
     if key not in TASKS:
         raise ValueError(f"task {key!r}: expected one of {list(TASKS)}")
     directory = glue_dir if key in GLUE_TASKS else superglue_dir

@@ -12,8 +12,9 @@ a separate alternative; we keep both answers and each answer's spans together.)
 Format ``<p1> passage <q> question <sep>`` -> ``answer </s>``.
 """
 
-from nemot.data.format import DataError
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
+from nemot.data.raw import DataError
 
 FILES = {"drop": {"train": ["drop_dataset_train.json"], "dev": ["drop_dataset_dev.json"]},
          "drop_contrast": {"test": ["drop_contrast_sets_test.json"]}}
@@ -45,13 +46,13 @@ def read(data_dir, split, name="drop"):
     if split not in FILES[name]:
         raise ValueError(f"{name} has splits {sorted(FILES[name])}, got {split!r}")
     (path,) = common.find_files(data_dir, FILES[name][split], split, TOPS[name])
-    document = common.read_json(path)
+    document = raw.read_json(path)
     if not isinstance(document, dict):
         raise DataError(path, "top level", "(document)", "an object keyed by passage id",
                         got=type(document).__name__)
     for passage_id, entry in document.items():
-        passage = common.get(entry, "passage", path, f"key {passage_id!r}")
-        pairs = common.get(entry, "qa_pairs", path, f"key {passage_id!r}", list, "a list")
+        passage = raw.get(entry, "passage", path, f"key {passage_id!r}")
+        pairs = raw.get(entry, "qa_pairs", path, f"key {passage_id!r}", list, "a list")
         for i, qa in enumerate(pairs):
             where = f"key {passage_id!r}.qa_pairs[{i}]"
             if not isinstance(qa, dict):
@@ -65,7 +66,7 @@ def read(data_dir, split, name="drop"):
             for k, validated in enumerate(validated_answers):
                 golds.append(answer_parts(validated, path, f"{where}.validated_answers[{k}]"))
             yield common.generative(name, qa.get("query_id", f"{passage_id}#{i}"),
-                                    common.get(qa, "question", path, where), golds, passage=passage)
+                                    raw.get(qa, "question", path, where), golds, passage=passage)
 
 
 def read_hub(split, name="drop"):
@@ -73,7 +74,7 @@ def read_hub(split, name="drop"):
     ``answers_spans.spans`` one answer; no validated answers, no contrast set)."""
     if name != "drop":
         raise ValueError("the DROP contrast set is not on the hub; pass data_dir=")
-    for row in common.hub_rows("ucinlp/drop", None, common.hub_split(split)):
+    for row in raw.hub_rows("ucinlp/drop", None, raw.hub_split(split)):
         spans = row["answers_spans"]["spans"]
         if not spans:
             raise DataError("hub:ucinlp/drop", row["query_id"], "answers_spans.spans",

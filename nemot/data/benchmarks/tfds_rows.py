@@ -1,6 +1,6 @@
 """Rows of a prepared TensorFlow Datasets split: the one place the GLUE, SuperGLUE and
 CIFAR-10 readers touch a TFDS data directory (local or ``gs://``), beside
-:func:`nemot.data.readers.common.hub_rows` for the Hugging Face hub.
+:func:`nemot.data.raw.hub_rows` for the Hugging Face hub.
 
 The dataset is opened from its own files (``tfds.builder_from_directory``): the
 features, their names and label classes are what was prepared, whatever the installed
@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from nemot.data.format import DataError
+from nemot.data.raw import DataError
 
 BATCH = 1024  # rows decoded per step: one at a time is ~4x slower through tf.data
 

@@ -28,7 +28,8 @@ collapse_spaces=True)``).
 
 import re
 
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
 
 _TOP_HEADING = re.compile(r"^= (?!=).*(?<!=) =$")
 _SUB_HEADING = re.compile(r"^(= ){2,}.*( =){2,}$")
@@ -86,7 +87,7 @@ def lambada_documents(lines, collapse_spaces=False):
 
 def _read_text(data_dir, split, patterns, tops):
     (path,) = common.find_files(data_dir, patterns, split, tops)
-    return common.read_text(path)
+    return raw.read_text(path)
 
 
 def read_wikitext(data_dir, split, collapse_spaces=False):
@@ -116,20 +117,20 @@ def read_wikitext_hub(split, config="wikitext-2-v1", collapse_spaces=False):
     """WikiText from the hub (``Salesforce/wikitext``; ``text`` is one line of the file with
     its newline, blank lines are ``""``); configs ``wikitext-2-v1``/``wikitext-103-v1`` are
     the ``.tokens`` files the thesis used."""
-    rows = common.hub_rows("Salesforce/wikitext", config, common.hub_split(split))["text"]
+    rows = raw.hub_rows("Salesforce/wikitext", config, raw.hub_split(split))["text"]
     return iter(wikitext_documents([row.removesuffix("\n") for row in rows], collapse_spaces))
 
 
 def read_ptb_hub(split, collapse_spaces=False):
     """PTB from the hub (``ptb-text-only/ptb_text_only``: ``sentence``, one stripped line of
     the file each; the file's `` sentence \\n`` lines are rebuilt from them)."""
-    rows = common.hub_rows("ptb-text-only/ptb_text_only", "penn_treebank",
-                           common.hub_split(split))["sentence"]
+    rows = raw.hub_rows("ptb-text-only/ptb_text_only", "penn_treebank",
+                           raw.hub_split(split))["sentence"]
     return iter(ptb_document([f" {sentence} \n" for sentence in rows], collapse_spaces))
 
 
 def read_lambada_hub(split, collapse_spaces=False):
     """LAMBADA from the hub (``cimec/lambada``: ``text``, one line of the plain-text file;
     ``dev`` is its ``validation`` split)."""
-    rows = common.hub_rows("cimec/lambada", None, common.hub_split(split))["text"]
+    rows = raw.hub_rows("cimec/lambada", None, raw.hub_split(split))["text"]
     return iter(lambada_documents(rows, collapse_spaces))

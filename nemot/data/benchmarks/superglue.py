@@ -28,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.data.format import DataError
-from nemot.data.readers.common import hub_rows, iter_jsonl
-from nemot.data.tfds_rows import tfds_rows
-from nemot.data.wordpiece import InputPacker
+from nemot.data.benchmarks.tfds_rows import tfds_rows
+from nemot.data.benchmarks.wordpiece import InputPacker
+from nemot.data.raw import DataError, hub_rows, iter_jsonl
 
 TASKS = ("BoolQ", "CB", "COPA", "MultiRC", "ReCoRD", "RTE", "WiC", "WSC")
 CB_LABELS = ("contradiction", "neutral", "entailment")  # the original's one-hot order
@@ -482,7 +481,7 @@ class PairEncoder:
     and 1 for ``B [SEP]`` (a [SEP] inside B does not change them); padding with
     ``[PAD]`` to the right. With ``num_aux_tokens`` the given auxiliary token
     ids come first (the gating block's context) and the text gets that many
-    fewer positions. The packing is :class:`nemot.data.wordpiece.InputPacker`'s.
+    fewer positions. The packing is :class:`nemot.data.benchmarks.wordpiece.InputPacker`'s.
 
     Args:
         tokenizer: a ``keras_hub.models.BertTokenizer`` (or anything with

@@ -8,8 +8,9 @@ original code read it, so results compare with thesis Table 3.8).
 Format ``<p1> passage <q> question <sep>`` -> ``yes``/``no`` ``</s>``.
 """
 
-from nemot.data.format import DataError
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
+from nemot.data.raw import DataError
 
 SPLITS = ("train", "dev")
 _WORDS = {True: "yes", False: "no", "TRUE": "yes", "FALSE": "no"}
@@ -25,17 +26,17 @@ def _answer(value, path, where, key="answer"):
 def read(data_dir, split):
     """BoolQ examples of ``split`` (``train``/``dev``) from the raw directory."""
     for path in common.find_files(data_dir, [f"{split}.jsonl"], split, ("BoolQ",)):
-        for line_no, record in common.iter_jsonl(path):
+        for line_no, record in raw.iter_jsonl(path):
             yield common.generative(
-                "boolq", f"{split}-{line_no}", common.get(record, "question", path, line_no),
+                "boolq", f"{split}-{line_no}", raw.get(record, "question", path, line_no),
                 [_answer(record.get("answer"), path, line_no)],
-                passage=common.get(record, "passage", path, line_no))
+                passage=raw.get(record, "passage", path, line_no))
 
 
 def read_hub(split):
     """BoolQ from the Hugging Face hub (``google/boolq``: ``question``, ``answer`` (bool),
     ``passage``)."""
-    for i, row in enumerate(common.hub_rows("google/boolq", None, common.hub_split(split))):
+    for i, row in enumerate(raw.hub_rows("google/boolq", None, raw.hub_split(split))):
         yield common.generative("boolq", f"{split}-{i}", row["question"], [_WORDS[row["answer"]]],
                                 passage=row["passage"])
 
@@ -48,7 +49,7 @@ def read_contrast(data_dir, split="test"):
     blank perturbations left by annotators; both are skipped, anything else malformed raises.
     """
     (path,) = common.find_files(data_dir, ["boolq_perturbed.json"], split, ("BoolQ",))
-    data = common.get(common.read_json(path), "data", path, "top level", list, "a list")
+    data = raw.get(raw.read_json(path), "data", path, "top level", list, "a list")
     for i, entry in enumerate(data):
         where = f"data[{i}]"
         if not isinstance(entry, dict):
@@ -56,12 +57,12 @@ def read_contrast(data_dir, split="test"):
                             "answer", got=entry)
         if entry.get("answer") == "Gold Answer":
             continue
-        paragraph = common.get(entry, "paragraph", path, where)
-        yield common.generative("boolq_cs", str(i), common.get(entry, "question", path, where),
+        paragraph = raw.get(entry, "paragraph", path, where)
+        yield common.generative("boolq_cs", str(i), raw.get(entry, "question", path, where),
                                 [_answer(entry.get("answer"), path, where)], passage=paragraph)
-        perturbed = common.get(entry, "perturbed_questions", path, where, list, "a list")
+        perturbed = raw.get(entry, "perturbed_questions", path, where, list, "a list")
         for j, item in enumerate(perturbed):
-            question = common.get(item, "perturbed_q", path, f"{where}.perturbed_questions[{j}]")
+            question = raw.get(item, "perturbed_q", path, f"{where}.perturbed_questions[{j}]")
             if not question.strip():
                 continue
             answer = _answer(item.get("answer"), path, f"{where}.perturbed_questions[{j}]")

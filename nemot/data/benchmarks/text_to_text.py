@@ -1,6 +1,6 @@
 """GLUE and SuperGLUE in T5's text-to-text form (Raffel et al. 2020, appendix D): the data
 of a T5 backbone (:class:`nemot.models.t5.ModulatedT5`, with any ``[[model.modulation]]``),
-mixed by :mod:`nemot.data.mixture`; the HyperGrid reproduction trains on it.
+mixed by :mod:`nemot.data.benchmarks.mixture`; the HyperGrid reproduction trains on it.
 
 An input is the task's prefix and its fields as ``key: value``; a target is a label
 word (``"entailment"``, ``"True"``, ``"choice2"``, STS-B's score rounded to 0.2 as
@@ -8,7 +8,7 @@ word (``"entailment"``, ``"True"``, ``"choice2"``, STS-B's score rounded to 0.2 
 preprocessing: fields sorted by name unless T5 fixes an order (MultiRC: question,
 answer, paragraph, without the HTML markup; WiC: sentence1, sentence2, word),
 label words in TFDS's class order. SuperGLUE comes from the rows of
-:mod:`nemot.data.superglue`; COPA and ReCoRD rows (one per option there) are joined
+:mod:`nemot.data.benchmarks.superglue`; COPA and ReCoRD rows (one per option there) are joined
 back into one example per question, as T5 has them (ReCoRD: the entity list in the
 input, one training example per gold answer). WSC is one deviation: T5 marks the two
 spans inside the text (``* noun *``, ``# pronoun #``), which needs the span indices
@@ -32,8 +32,8 @@ import re
 
 import numpy as np
 
-from nemot.data import glue, superglue
-from nemot.data.superglue import CB_LABELS, group_indices
+from nemot.data.benchmarks import glue, superglue
+from nemot.data.benchmarks.superglue import CB_LABELS, group_indices
 
 GLUE_PREFIX = {"CoLA": "cola", "SST-2": "sst2", "MRPC": "mrpc", "STS-B": "stsb", "QQP": "qqp",
                "MNLI": "mnli", "MNLI-mm": "mnli", "QNLI": "qnli", "RTE": "rte", "WNLI": "wnli"}
@@ -89,7 +89,7 @@ def stsb_target(score):
 
 
 def glue_example(example):
-    """The text-to-text form of a :class:`nemot.data.glue.GlueExample`."""
+    """The text-to-text form of a :class:`nemot.data.benchmarks.glue.GlueExample`."""
     task = example.task
     if task == "STS-B":
         fields = sorted(example.fields.items())
@@ -159,7 +159,7 @@ def _group(task, rows, idx):
 
 
 def superglue_examples(data):
-    """The text-to-text examples of a :class:`nemot.data.superglue.TaskData`."""
+    """The text-to-text examples of a :class:`nemot.data.benchmarks.superglue.TaskData`."""
     if data.task in ("COPA", "ReCoRD"):
         return [_group(data.task, data.rows, idx) for idx in group_indices(data.rows).values()]
     return [_row(data.task, i, row) for i, row in enumerate(data.rows)]

@@ -6,8 +6,9 @@ Format: ``<p1> article <q> question (1) ... (4) <sep>`` -> ``(k)``; subset middl
 
 from pathlib import Path
 
-from nemot.data.format import DataError
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
+from nemot.data.raw import DataError
 
 SPLITS = ("train", "dev", "test")
 SUBSETS = ("middle", "high")
@@ -17,10 +18,10 @@ LETTERS = ("A", "B", "C", "D")
 def article_examples(record, path, subset):
     """The questions of one RACE article record."""
     where = "top level"
-    article = common.get(record, "article", path, where)
-    questions = common.get(record, "questions", path, where, list, "a list of questions")
-    options = common.get(record, "options", path, where, list, "a list of option lists")
-    answers = common.get(record, "answers", path, where, list, "a list of answer letters")
+    article = raw.get(record, "article", path, where)
+    questions = raw.get(record, "questions", path, where, list, "a list of questions")
+    options = raw.get(record, "options", path, where, list, "a list of option lists")
+    answers = raw.get(record, "answers", path, where, list, "a list of answer letters")
     if not len(questions) == len(options) == len(answers):
         raise DataError(path, where, "options/answers",
                         f"one option list and one answer per question ({len(questions)})",
@@ -43,14 +44,14 @@ def read(data_dir, split, subsets=SUBSETS):
         for path in common.find_files(data_dir, [f"{split}/{subset}/*.txt",
                                                  f"{split}/{subset}/*.json"], f"{split}/{subset}",
                                       ("RACE",)):
-            yield from article_examples(common.read_json(path), path, subset)
+            yield from article_examples(raw.read_json(path), path, subset)
 
 
 def read_hub(split, subsets=SUBSETS):
     """RACE from the Hugging Face hub (``ehovy/race``, configs ``middle``/``high``:
     ``example_id``, ``article``, ``question``, ``options``, ``answer``)."""
     for subset in subsets:
-        for row in common.hub_rows("ehovy/race", subset, common.hub_split(split)):
+        for row in raw.hub_rows("ehovy/race", subset, raw.hub_split(split)):
             record = {"article": row["article"], "questions": [row["question"]],
                       "options": [row["options"]], "answers": [row["answer"]],
                       "id": row["example_id"]}

@@ -12,8 +12,8 @@ Example:
 from dataclasses import dataclass
 from functools import partial
 
-from nemot.data.format import expand_answers
-from nemot.data.readers import (boolq, choices, commonsense, drop, language_modelling, mctest,
+from nemot.data.qa.format import expand_answers
+from nemot.data.qa.readers import (boolq, choices, commonsense, drop, language_modelling, mctest,
                                 narrativeqa, race, squad)
 
 # Split names that mean "the validation split", whatever a dataset's files call it.

@@ -10,8 +10,9 @@ registry marks the dataset ``train_answers="one"`` and the pipelines choose.
 The download is the repository's zip, ``narrativeqa-master/``.
 """
 
-from nemot.data.format import DataError
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
+from nemot.data.raw import DataError
 
 SPLITS = ("train", "valid", "test")
 TOPS = ("narrativeqa-master", "narrativeqa")
@@ -24,12 +25,12 @@ def read(data_dir, split):
     (summaries_path,) = common.find_files(data_dir, ["third_party/wikipedia/summaries.csv"],
                                           split, TOPS)
     summaries = {}
-    for _, row in common.iter_csv(summaries_path, ("document_id", "set", "summary")):
+    for _, row in raw.iter_csv(summaries_path, ("document_id", "set", "summary")):
         if row["set"] == split:
             summaries[row["document_id"]] = row["summary"]
     (qaps_path,) = common.find_files(data_dir, ["qaps.csv"], split, TOPS)
     columns = ("document_id", "set", "question", "answer1", "answer2")
-    for line_no, row in common.iter_csv(qaps_path, columns):
+    for line_no, row in raw.iter_csv(qaps_path, columns):
         if row["set"] != split:
             continue
         if row["document_id"] not in summaries:
@@ -44,7 +45,7 @@ def read(data_dir, split):
 def read_hub(split):
     """NarrativeQA from the Hugging Face hub (``deepmind/narrativeqa``: ``document.id``,
     ``document.summary.text``, ``question.text``, ``answers[].text``)."""
-    for i, row in enumerate(common.hub_rows("deepmind/narrativeqa", None, common.hub_split(split))):
+    for i, row in enumerate(raw.hub_rows("deepmind/narrativeqa", None, raw.hub_split(split))):
         yield common.generative("narrativeqa", f"{row['document']['id']}:{i}",
                                 row["question"]["text"], [a["text"] for a in row["answers"]],
                                 passage=row["document"]["summary"]["text"])

@@ -11,7 +11,8 @@ them together as one multi-part answer, scored with the official multi-span
 rule (:func:`nemot.evaluation.metrics.drop_f1`).
 """
 
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
 
 # Raw file names per registry name and split.
 FILES = {
@@ -30,8 +31,8 @@ HUB = {"squad_v2": "rajpurkar/squad_v2", "quoref": "allenai/quoref", "ropes": "a
 
 def ropes_context(paragraph, where, path):
     """ROPES passage: the background paragraph, then the situation."""
-    background = common.get(paragraph, "background", path, where)
-    return f"{background} {common.get(paragraph, 'situation', path, where)}"
+    background = raw.get(paragraph, "background", path, where)
+    return f"{background} {raw.get(paragraph, 'situation', path, where)}"
 
 
 def _context(name):
@@ -51,7 +52,7 @@ def read_hub(split, name="squad_v2"):
     ``context`` or ``background``/``situation``, ``answers.text``)."""
     if name not in HUB:
         raise ValueError(f"{name} is not on the hub under a known name; pass data_dir=")
-    for row in common.hub_rows(HUB[name], None, common.hub_split(split)):
+    for row in raw.hub_rows(HUB[name], None, raw.hub_split(split)):
         passage = (f"{row['background']} {row['situation']}" if name == "ropes"
                    else row["context"])
         texts = row["answers"]["text"]

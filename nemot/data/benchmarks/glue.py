@@ -35,9 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.data.format import DataError
-from nemot.data.readers.common import hub_rows, iter_tsv
-from nemot.data.tfds_rows import tfds_rows
+from nemot.data.benchmarks.tfds_rows import tfds_rows
+from nemot.data.raw import DataError, hub_rows, iter_tsv
 
 SOURCES = ("files", "tfds", "hub")
 HUB_NAME = "nyu-mll/glue"

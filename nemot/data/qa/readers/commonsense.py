@@ -15,7 +15,8 @@
   is ``train_xl`` (the thesis). Format ``<q> sentence (1) o1 (2) o2 <sep>`` -> ``(k)``.
 """
 
-from nemot.data.readers import common
+from nemot.data import raw
+from nemot.data.qa.readers import common
 
 WINOGRANDE_SIZES = ("xs", "s", "m", "l", "xl")
 
@@ -24,7 +25,7 @@ def labelled_jsonl(data_dir, split, names, to_example, tops=(), labels=None):
     """Examples of the first of ``names`` (``{name}.jsonl``) found, with labels from
     ``{name}-labels.lst`` beside it when ``labels=(base, n_options)`` is given."""
     (path,) = common.find_files(data_dir, [f"{name}.jsonl" for name in names], split, tops)
-    records = list(common.iter_jsonl(path))
+    records = list(raw.iter_jsonl(path))
     label_list = [None] * len(records)
     if labels is not None:
         base, n_options = labels
@@ -35,23 +36,23 @@ def labelled_jsonl(data_dir, split, names, to_example, tops=(), labels=None):
 
 
 def piqa_example(record, label, path, where):
-    options = [common.get(record, key, path, where) for key in ("sol1", "sol2")]
+    options = [raw.get(record, key, path, where) for key in ("sol1", "sol2")]
     return common.multiple_choice("piqa", record.get("id", where),
-                                  common.get(record, "goal", path, where), options, label)
+                                  raw.get(record, "goal", path, where), options, label)
 
 
 def siqa_example(record, label, path, where):
-    options = [common.get(record, f"answer{k}", path, where) for k in "ABC"]
-    return common.multiple_choice("siqa", where, common.get(record, "question", path, where),
-                                  options, label, passage=common.get(record, "context", path, where))
+    options = [raw.get(record, f"answer{k}", path, where) for k in "ABC"]
+    return common.multiple_choice("siqa", where, raw.get(record, "question", path, where),
+                                  options, label, passage=raw.get(record, "context", path, where))
 
 
 def winogrande_example(record, label, path, where):
-    options = [common.get(record, key, path, where) for key in ("option1", "option2")]
+    options = [raw.get(record, key, path, where) for key in ("option1", "option2")]
     answer = record.get("answer", "")
     label = None if answer == "" else common.letter_label(answer, ("1", "2"), path, where, "answer")
     return common.multiple_choice("winogrande", record.get("qID", where),
-                                  common.get(record, "sentence", path, where), options, label)
+                                  raw.get(record, "sentence", path, where), options, label)
 
 
 def read_piqa(data_dir, split):
@@ -81,7 +82,7 @@ def read_winogrande(data_dir, split):
 
 
 def _hub(name, config, split, to_example, label_of):
-    for i, row in enumerate(common.hub_rows(name, config, common.hub_split(split))):
+    for i, row in enumerate(raw.hub_rows(name, config, raw.hub_split(split))):
         yield to_example(row, label_of(row), f"hub:{name}", i)
 
 

@@ -1,5 +1,5 @@
 """C4 from TensorFlow Datasets: the shard files of a prepared ``c4/en`` as the files of
-the C4 stream (:mod:`nemot.data.c4`, ``data.source = "tfds"``).
+the C4 stream (:mod:`nemot.data.c4.stream`, ``data.source = "tfds"``).
 
 TFDS writes a split as numbered shard files (``c4-train.tfrecord-00000-of-01024`` ...)
 and records in ``dataset_info.json`` how many documents each holds. Each shard file is
@@ -13,20 +13,21 @@ the group that holds the resumed position (the order of the documents inside a s
 is fixed when TFDS prepares it, so a shard's windows are the same on every read).
 
 ``tensorflow-datasets`` is the optional extra ``tfds`` (``pip install 'nemot[tfds]'``).
-This module gives texts; :mod:`nemot.data.c4` imports it, tokenises them and cuts the
-windows. TensorFlow is imported where a shard is listed or read, so that importing
-:mod:`nemot.data.c4` (run configs do) loads no TensorFlow.
+This module gives texts; :mod:`nemot.data.c4.stream` imports it, tokenises them and cuts
+the windows. TensorFlow is imported where a shard is listed or read, so that importing
+:mod:`nemot.data.c4.stream` (run configs do) loads no TensorFlow.
 
 Example:
     >>> shards = list_shards("gs://bucket/tfds", "c4/en:3.1.0")                   # doctest: +SKIP
-    >>> rows = c4.window_stream(c4.TFDS, shards, n=768, tokenizer=Tokenizer())  # doctest: +SKIP
+    >>> rows = stream.window_stream(stream.TFDS, shards, n=768,                   # doctest: +SKIP
+    ...                             tokenizer=Tokenizer())
 """
 
 import dataclasses
 import os
 import re
 
-from nemot.data.format import DataError
+from nemot.data.raw import DataError
 
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 PREPARE_HINT = ("prepare it on a machine with the network (docs/data.md: `tfds build c4/en "

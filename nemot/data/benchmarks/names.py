@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nemot.data.format import DataError
-from nemot.data.readers.common import decode
+from nemot.data.raw import DataError, decode
 
 LETTERS = string.ascii_letters + " .,;'"
 
