@@ -13,8 +13,11 @@ write event ``K``:
 - ``partial``: the temporary file half written (a kill in the middle of the write);
 - ``before_rename``: the temporary file complete, not yet renamed;
 - ``after_rename``: the new file in place, nothing after it done;
-- for a checkpoint, ``partial`` cuts the new checkpoint's data file in half and
-  ``before_rename`` stops before the state file names it; ``after_rename`` after.
+- for a checkpoint (TensorFlow updates its state file twice a save), ``partial`` cuts the
+  new checkpoint's data file in half, as a disk that lost the end of a write would leave
+  it (counted as ``checkpoints_cut``, not as a corrupt file: the trainer skips it for the
+  checkpoint before); ``before_rename`` stops before the state file update,
+  ``after_rename`` after it.
 
 ``resume`` runs each killed directory to its end in one process (each run seeds itself
 the same way) and writes ``weights.npz`` there; :func:`check_files` reads every file of a
@@ -250,8 +253,8 @@ def training_sweep(root, points=None, jobs=1):
         assert code == 0, err[-3000:]
         points = [(index, stage) for index, _ in events(out) for stage in STAGES]
         shutil.rmtree(root / "trace")
-    counts = {"kill_points": len(points), "killed": 0, "corrupt_files": 0, "resumed": 0,
-              "resumed_identically": 0, "named_errors": 0, "crashes": 0}
+    counts = {"kill_points": len(points), "killed": 0, "corrupt_files": 0, "checkpoints_cut": 0,
+              "resumed": 0, "resumed_identically": 0, "named_errors": 0, "crashes": 0}
     details = []
     # In batches, each directory removed once counted: a run directory holds ~300 MB.
     batch = 4 * jobs
@@ -274,7 +277,13 @@ def training_sweep(root, points=None, jobs=1):
             mine = [(kind, rest) for kind, path, rest, *_ in lines if path == str(directory)]
             corrupt = next((json.loads(rest) for kind, rest in mine if kind == "CORRUPT"), None)
             outcome = next((kind for kind, _ in mine if kind != "CORRUPT"), "CRASH")
-            counts["corrupt_files"] += len(corrupt or [])
+            # A checkpoint this harness cut itself (``partial`` after the state file names
+            # it) is the fault injected, not a write the kill broke.
+            write = dict(events(stdout)).get(i) or ""
+            cut = [name for name in corrupt or [] if stage == "partial"
+                   and write.startswith("checkpoint ") and name.startswith(write.split()[1] + " ")]
+            counts["checkpoints_cut"] += len(cut)
+            counts["corrupt_files"] += len(corrupt or []) - len(cut)
             identical = outcome == "RESUMED" and same_weights(directory, reference) and \
                 _same_file(directory / "best.json", reference / "best.json") and \
                 _validation_results(directory) == _validation_results(reference)

@@ -25,8 +25,9 @@ def test_a_training_run_killed_inside_its_writes_resumes_identically(tmp_path):
     counts, details = faults.training_sweep(tmp_path, points, jobs=2)
     assert [d["write"] for d in details] == ["write model_best_loss.keras",
                                              "checkpoint ckpt-4"], details
-    assert counts == {"kill_points": 2, "killed": 2, "corrupt_files": 0, "resumed": 2,
-                      "resumed_identically": 2, "named_errors": 0, "crashes": 0}, details
+    assert counts == {"kill_points": 2, "killed": 2, "corrupt_files": 0, "checkpoints_cut": 0,
+                      "resumed": 2, "resumed_identically": 2, "named_errors": 0,
+                      "crashes": 0}, details
 
 
 def test_a_data_prep_run_killed_inside_a_shard_write_finishes_identically(tmp_path):
