@@ -9,7 +9,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SUFFIXES = {".py", ".md", ".toml", ".ipynb", ".cfg", ".txt", ".json", ".csv", ".ini", ""}
 PATTERNS = {
-    "a label of ours for a paper (cite it by authors and title)": r"\bseeds? 00\d\b",
+    "a label of ours for a paper (cite it by authors and title)":
+        r"\bseeds? 00\d\b|\bseed s\.\d",
     "a tracker number": r"\bissues? #?\d+\b",
     "a folder outside the repository (name where the public files are published)":
         r"\.\./shared\b",

@@ -2,7 +2,7 @@
 
 Two distributions, read as published (one declarative :class:`Layout` per task):
 
-- **CS224N minBERT default project** (``data/`` of the project; seed s.5.1): read by
+- **CS224N minBERT default project** (``data/`` of the project; Rotzal s.5.1): read by
   the shared reader :mod:`nemot.data.benchmarks.minbert` (its layouts and :func:`read_file`
   live there).
 - **GLUE** (``SST-2/``, ``QQP/``, ``STS-B/`` with ``{train,dev,test}.tsv``, unquoted):
@@ -109,7 +109,7 @@ def batch(arrays, index, task_index):
 
 def multitask_batches(arrays, sampler, batch_size, seed, start_step=0):
     """The training stream: step ``s``'s batch is from the task ``sampler`` draws for ``s``
-    (annealed sampling, seed s.4.4), at that task's own position in its stream.
+    (annealed sampling, Rotzal s.4.4), at that task's own position in its stream.
 
     Args:
         arrays: ``{task: encoded arrays}`` in the model's task order (the task index is

@@ -24,11 +24,11 @@ A config::
 ``pals`` is ``"zero"``, ``"half"`` (d_s 276, top 6 layers), ``"full"`` (204, all 12) or a
 table of :data:`nemot.pals.model.PAL_OPTIONS`.
 
-Training (seed s.5.3): Adam (minBERT's AdamW with its default weight decay 0, epsilon
+Training (Rotzal s.5.3): Adam (minBERT's AdamW with its default weight decay 0, epsilon
 1e-6) at a fixed learning rate; one task per batch drawn by
 :class:`nemot.data.sampling.TaskSampler`.
 
-Model selection (seed s.5.4: the model was chosen on dev, then scored on test): after every
+Model selection (Rotzal s.5.4: the model was chosen on dev, then scored on test): after every
 epoch the **dev** split is scored and the epoch with the best dev ``score`` is selected
 (its checkpoint is the trainer's ``model_best_metric.keras``; minBERT keeps the model
 with the best dev result). A run reports that epoch's dev values (unprefixed keys) and,

@@ -38,7 +38,7 @@ from nemot.modulation.spec import ModulationSpec
 from nemot.pals.tasks import get_task
 
 PAL_OPTIONS = ("hidden_size", "layers", "num_heads", "attention_dropout", "decoder_init")
-# The paper's two PAL settings (seed s.4.3, after Stickland & Murray).
+# The paper's two PAL settings (Rotzal s.4.3, after Stickland & Murray).
 PAL_PRESETS = {
     "zero": None,
     "half": {"hidden_size": 276, "layers": "top_half"},
@@ -195,7 +195,7 @@ def build_pal_bert(backbone, **kwargs):
 
 @keras.saving.register_keras_serializable(package="nemot.pals")
 class PALsLoss(TaskHeadsLoss):
-    """Each example's own task loss (seed s.5.3), :class:`nemot.models.losses.TaskHeadsLoss`
+    """Each example's own task loss (Rotzal s.5.3), :class:`nemot.models.losses.TaskHeadsLoss`
     with the heads of the tasks named: cross-entropy on a ``classes`` head, BCE with
     logits on a ``binary`` head, squared error on a ``regression`` head.
 

@@ -10,7 +10,7 @@ import pytest
 from nemot.pals.data import multitask_batches
 from nemot.data.sampling import TaskSampler
 
-# Seed s.5.1: training examples of SST, Quora, STS.
+# Rotzal s.5.1: training examples of SST, Quora, STS.
 SIZES = {"sst": 8544, "quora": 141498, "sts": 6040}
 
 
