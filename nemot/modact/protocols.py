@@ -238,7 +238,8 @@ def plot(data, path, metric="test_accuracy"):
                    label="paper's mean")
         ax.set_ylabel(variant)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0].legend(fontsize="small", frameon=False, loc="upper left")
+    figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=4,
+                  fontsize="small", frameon=False)  # off the data
     axes[-1].set_xlabel(f"{metric} ({READINGS[metric]})")
     figure.suptitle("NAMES, Simple-LSTM: test accuracy over seeds under each protocol")
     figure.savefig(path, dpi=120)
