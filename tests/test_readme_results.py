@@ -1,7 +1,8 @@
 """The README's figures are the committed results': the comparison's score table and its
 tests against the plain backbone are ``results/compare/minbert/report.md``'s, the status table's NAMES numbers are
 ``results/modact/names_lstm/report.json``'s, and the GPU sentence is
-``bench/results/gpu_nvidia_h200_jax.json``'s. (The NAMES table itself:
+``bench/results/gpu_nvidia_h200_jax.json``'s, the reliability figures ``fuzz.json``'s and
+``faults.json``'s. (The NAMES table itself:
 tests/modact/test_names_results.py.)"""
 
 import json
@@ -49,3 +50,24 @@ def test_the_gpu_sentence_quotes_the_benchmark():
     quoted = (f"{nemot['step_seconds'] * 1000:.0f} ms a step ({nemot['mfu'] * 100:.1f}% MFU), "
               f"{result['step_ratio']['nemot_vs_keras_hub_gpt2@16']:.2f}× the step of")
     assert quoted in " ".join(README.split())
+
+
+def test_the_reliability_figures_quote_the_benchmarks():
+    fuzz = json.loads((ROOT / "bench" / "results" / "fuzz.json").read_text())["result"]
+    faults = json.loads((ROOT / "bench" / "results" / "faults.json").read_text())["result"]
+    text = " ".join(README.split())
+    total, training = fuzz["total"], faults["training"]
+    assert (f"read 10,000 mutations" in text and fuzz["examples_per_reader"] == 10000
+            and len(fuzz["readers"]) * 10000 == total["inputs"])
+    assert (f"{total['inputs']:,} inputs, {total['unexpected'] + total['unnamed_error']} other "
+            f"exceptions, {total['hang']} hangs") in text
+    cut_and_resumed = sum(p["outcome"] == "resumed" and bool(p["corrupt"])
+                          for p in training["points"])
+    assert (f"of {training['kill_points']} training kill points, "
+            f"{training['resumed_identically']} resumed to the uninterrupted run's weights "
+            f"({cut_and_resumed} of them past") in text
+    assert f"and {training['named_errors']}, whose only checkpoint was cut" in text
+    assert training["corrupt_files"] == 0 and training["crashes"] == 0
+    assert (f"all {faults['data_prep']['finished_identically']} `data_prep` kill points"
+            in text and faults["data_prep"]["kill_points"]
+            == faults["data_prep"]["finished_identically"])
