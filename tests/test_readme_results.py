@@ -2,7 +2,7 @@
 tests against the plain backbone are ``results/compare/minbert/report.md``'s, the status table's NAMES numbers are
 ``results/modact/names_lstm/report.json``'s, and the GPU sentence is
 ``bench/results/gpu_nvidia_h200_jax.json``'s, the reliability figures ``fuzz.json``'s and
-``faults.json``'s. (The NAMES table itself:
+``faults.json``'s, docs/performance.md's compile table ``compile_cpu_jax.json``'s. (The NAMES table itself:
 tests/modact/test_names_results.py.)"""
 
 import json
@@ -71,3 +71,22 @@ def test_the_reliability_figures_quote_the_benchmarks():
     assert (f"all {faults['data_prep']['finished_identically']} `data_prep` kill points"
             in text and faults["data_prep"]["kill_points"]
             == faults["data_prep"]["finished_identically"])
+
+
+def test_the_compile_table_quotes_the_benchmark():
+    """docs/performance.md's compile-time table row by row from ``compile_cpu_jax.json``."""
+    result = json.loads((ROOT / "bench" / "results" / "compile_cpu_jax.json")
+                        .read_text())["result"]
+    docs = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    section = docs.split("### Compile time (`python -m bench compile`)", 1)[1].split("\n#", 1)[0]
+    rows = tables(section)[0][2:]
+    names = ("keras_hub_gpt2", "gpt2_baseline", "nemot", "nemot_one_block", "nemot_main_head",
+             "nemot_no_dropout")
+    assert len(rows) == len(names)
+    for line, name in zip(rows, names):
+        m = result["models"][name]
+        ratio = result["compile_ratio"].get(f"{name}_vs_keras_hub_gpt2", 1)
+        cells = [c.strip() for c in line.strip("|").split("|")[1:]]
+        assert cells == [f"{m['parameters'] / 1e6:.0f}M", f"{m['xla_compile_seconds']:.1f}",
+                         f"{m['jax_trace_seconds']:.1f}", f"{m['compile_seconds']:.1f}",
+                         f"{ratio:.2f}" if name != "keras_hub_gpt2" else "1"], (name, cells)
