@@ -20,7 +20,8 @@ write event ``K``:
   ``after_rename`` after it.
 
 ``resume`` runs each killed directory to its end in one process (each run seeds itself
-the same way) and writes ``weights.npz`` there; :func:`check_files` reads every file of a
+the same way; :func:`resume` does it in the calling process) and writes ``weights.npz``
+there; :func:`check_files` reads every file of a
 run directory as the next command would. The suite (tests/training/test_faults.py) tries a
 few kill points; ``python -m bench faults`` tries them all and counts.
 """
@@ -228,6 +229,35 @@ def _same_file(a, b):
     return Path(a).read_bytes() == Path(b).read_bytes()
 
 
+def resume(outs):
+    """Each killed directory of ``outs`` as the next command finds it, then that command
+    run to its end (:func:`training`): the lines ``CORRUPT out [names]`` and then ``RESUMED
+    out``, ``NAMED out message`` or ``CRASH out error``, one after the other."""
+    from nemot.errors import user_message
+
+    for out in outs:
+        yield f"CORRUPT {out} {json.dumps(check_files(out))}"
+        try:
+            training(out)
+        except Exception as error:  # counted: a named error, or a crash
+            message = user_message(error)
+            yield f"{'NAMED' if message else 'CRASH'} {out} {message or repr(error)}"
+            continue
+        yield f"RESUMED {out}"
+
+
+def _resume_here(outs):
+    """:func:`resume` in this process, as the ``resume`` command runs it: ``(0, stdout, "")``."""
+    import tensorflow as tf
+
+    eager = tf.config.functions_run_eagerly()
+    tf.config.run_functions_eagerly(True)
+    try:
+        return 0, "".join(line + "\n" for line in resume(outs)), ""
+    finally:
+        tf.config.run_functions_eagerly(eager)
+
+
 def _run_all(commands, jobs):
     """Run ``python -m tests.faults`` with each argument list, ``jobs`` at a time; returns
     their ``(return code, stdout, stderr)`` in order."""
@@ -237,7 +267,7 @@ def _run_all(commands, jobs):
         return list(pool.map(lambda args: run(*args), commands))
 
 
-def training_sweep(root, points=None, jobs=1):
+def training_sweep(root, points=None, jobs=1, resume_here=False):
     """Kill the tiny training run at each of ``points`` (``[(event, stage)]``; default:
     every write event it traces, at every stage), run the next command in each killed
     directory, and count: kill points tried, processes killed there, files found corrupt
@@ -245,7 +275,9 @@ def training_sweep(root, points=None, jobs=1):
     models, runs that failed with a named error, and crashes (must be 0).
 
     The uninterrupted run runs first in the first ``resume`` process (a fresh directory);
-    ``details`` says what happened at each point."""
+    with ``resume_here`` the resumes run in this process instead, one after the other
+    (a caller with TensorFlow loaded saves a process's start). ``details`` says what
+    happened at each point."""
     root = Path(root)
     reference = root / "reference"
     if points is None:
@@ -266,7 +298,10 @@ def training_sweep(root, points=None, jobs=1):
         chunks = [dirs[k::jobs] for k in range(min(jobs, len(dirs)))]
         if first == 0:
             chunks[0] = [reference] + chunks[0]
-        outputs = _run_all([("resume", *chunk) for chunk in chunks], jobs)
+        if resume_here:
+            outputs = [_resume_here(directory for chunk in chunks for directory in chunk)]
+        else:
+            outputs = _run_all([("resume", *chunk) for chunk in chunks], jobs)
         lines = [line.split(" ", 2) + [""] for _, stdout, _ in outputs
                  for line in stdout.splitlines()]
         if first == 0:
@@ -350,23 +385,13 @@ def main(argv=None):
         return 0
     import tensorflow as tf
 
-    from nemot.errors import user_message
-
     tf.config.run_functions_eagerly(True)  # as tests/training/worker.py --eager
     install(kill_at, args.trace)
     if args.command == "train":
         training(args.paths[0])
         return 0
-    for out in args.paths:
-        # What the kill left, as the next command reads it; then that command.
-        print(f"CORRUPT {out} {json.dumps(check_files(out))}", flush=True)
-        try:
-            training(out)
-        except Exception as error:  # counted: a named error, or a crash
-            message = user_message(error)
-            print(f"{'NAMED' if message else 'CRASH'} {out} {message or repr(error)}", flush=True)
-            continue
-        print(f"RESUMED {out}", flush=True)
+    for line in resume(args.paths):
+        print(line, flush=True)
     return 0
 
 

@@ -1,8 +1,8 @@
 """Distribution: MirroredStrategy on 2 logical CPUs and two MultiWorkerMirroredStrategy
 workers on 127.0.0.1 train like one device on the same global batch.
 
-Each run is a subprocess (logical devices and TF_CONFIG must be set before
-TensorFlow initialises). Dropout is off here: replicas draw different masks
+Each distributed run is a subprocess (logical devices and TF_CONFIG must be set before
+TensorFlow initialises); the one-device run runs in the test's process. Dropout is off here: replicas draw different masks
 than one device would. The one-device and mirrored runs are eager (tracing per replica
 cost the mirrored run 36 s of CPU against 19 s eager; a traced mirrored ``fit`` is
 tests/models/test_routing.py's), the two workers traced, as users run them. The first
@@ -25,8 +25,8 @@ from tests.once import once
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # SGD: its update is linear in the gradient, so weights agree as closely as the
 # gradients do (Adam would amplify rounding noise in near-zero gradients).
-STEPS = ["--steps", "4", "--checkpoint-every", "2", "--dropout", "0", "--optimizer", "sgd",
-         "--rate", "0.5"]
+RUN = {"steps": 4, "checkpoint_every": 2, "dropout": 0, "optimizer": "sgd", "rate": 0.5}
+STEPS = [arg for key, value in RUN.items() for arg in (f"--{key.replace('_', '-')}", str(value))]
 
 
 def _start(out, *extra, env=None):
@@ -64,12 +64,16 @@ def _assert_same_weights(a, b, atol):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """One device, 2 mirrored logical CPUs, two workers: all four steps, same data (run
-    once per session, whichever xdist worker asks first)."""
+    once per session, whichever xdist worker asks first). The one-device run runs in this
+    process, which has TensorFlow loaded already, while the others run in theirs."""
     def produce(root):
+        import tensorflow as tf
+
+        from tests.training import worker
+
         ports = _free_ports(2)
         cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
         processes = [
-            _start(root / "single", "--eager"),
             _start(root / "mirrored", "--strategy", "mirrored", "--devices", "2", "--eager"),
         ] + [
             _start(root / "multi", "--strategy", "multi-worker", env={
@@ -78,6 +82,15 @@ def runs(tmp_path_factory):
                                          "task": {"type": "worker", "index": i}})})
             for i in range(2)
         ]
+        tf.config.run_functions_eagerly(True)
+        try:
+            worker.run(root / "single", **RUN)
+        except BaseException:
+            for process in processes:
+                process.kill()
+            raise
+        finally:
+            tf.config.run_functions_eagerly(False)
         for process in processes:
             _finish(process)
 

@@ -12,29 +12,31 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _worker(out, *extra, wait=True):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    # Eager (tests/conftest.py's ``eager`` fixture says why): what is tested is the
-    # checkpoint's content, the same in a graph.
-    cmd = [sys.executable, "-m", "tests.training.worker", str(out), "--eager", *extra]
-    if wait:
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+def _victim(out):
+    """The run to kill, in its own process: it prints HANGING after step 5 and sleeps.
+    Eager (tests/conftest.py's ``eager`` fixture says why): what is tested is the
+    checkpoint's content, the same in a graph."""
+    cmd = [sys.executable, "-m", "tests.training.worker", str(out), "--eager", "--hang-at", "5"]
+    return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
-def test_sigkill_then_resume_gives_the_uninterrupted_weights(tmp_path):
+@pytest.mark.usefixtures("eager")
+def test_sigkill_then_resume_gives_the_uninterrupted_weights(tmp_path, caplog):
+    from tests.training import worker
+
     reference, interrupted = tmp_path / "reference", tmp_path / "interrupted"
-    # The reference runs while the other process trains up to its kill point.
-    victim = _worker(interrupted, "--hang-at", "5", wait=False)
-    ref = _worker(reference, "--hang-at", "0", wait=False)
+    # The uninterrupted run and the resumed one run here (the next command in another
+    # process than the killed one); the reference while the victim trains up to its kill
+    # point.
+    victim = _victim(interrupted)
     try:
+        worker.run(reference)
         for line in victim.stdout:
             if line.startswith("HANGING"):
                 break
@@ -43,18 +45,20 @@ def test_sigkill_then_resume_gives_the_uninterrupted_weights(tmp_path):
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=60)
         assert victim.returncode == -signal.SIGKILL
-        # Killed after step 5: the newest checkpoint is step 4 (every 2 steps), so
-        # steps 5.. are redone, across the epoch boundary at step 4.
-        state = interrupted / "train_state"
-        assert sorted(p.name for p in state.glob("ckpt-*.index")) == [
-            "ckpt-2.index", "ckpt-4.index"]
-        assert not (interrupted / "weights.npz").exists()
-        _worker(interrupted)
-        assert ref.wait(timeout=600) == 0
     finally:
-        for process in (victim, ref):
-            if process.poll() is None:
-                process.kill()
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+    # Killed after step 5: the newest checkpoint is step 4 (every 2 steps), so
+    # steps 5.. are redone, across the epoch boundary at step 4.
+    state = interrupted / "train_state"
+    assert sorted(p.name for p in state.glob("ckpt-*.index")) == [
+        "ckpt-2.index", "ckpt-4.index"]
+    assert not (interrupted / "weights.npz").exists()
+    with caplog.at_level("INFO", logger="nemot.training"):
+        worker.run(interrupted)
+    # Resumed, not started again (that too would end at the reference's weights).
+    assert f"resumed from step 4 (checkpoint {state / 'ckpt-4'})" in caplog.text
     final = np.load(interrupted / "weights.npz")
     expected = np.load(reference / "weights.npz")
     assert sorted(final.files) == sorted(expected.files)

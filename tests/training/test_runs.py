@@ -110,13 +110,15 @@ def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys, caplog):
     assert best["val_loss"] == min(losses) and best["loss_epoch"] == 1 + losses.index(min(losses))
     metrics = [float(r["val_metric"]) for r in rows]
     assert best["val_metric"] == max(metrics) and 0 <= best["val_metric"] <= 1
-    for name in ("model_last", "model_best_loss", "model_best_metric"):
-        assert keras.models.load_model(out / f"{name}.keras").config.max_text_length == 64
+    kept = {name: keras.models.load_model(out / f"{name}.keras")
+            for name in ("model_last", "model_best_loss", "model_best_metric")}
+    for name, model in kept.items():
+        assert model.config.max_text_length == 64, name
     assert sorted(p.name for p in (out / "train_state").glob("ckpt-*.index")) == [
         "ckpt-3.index", "ckpt-4.index"]                               # keep 2
     assert list((out / "logs").iterdir())
     assert "done: step 4" in capsys.readouterr().out
-    last = keras.models.load_model(out / "model_last.keras")
+    last = kept["model_last"]
 
     # Same command with one more epoch: resumes at step 4, trains epoch 3 only, and says so.
     with caplog.at_level(logging.INFO, logger="nemot.training"):

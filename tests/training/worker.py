@@ -10,7 +10,8 @@ logical devices first (must happen before TensorFlow initialises);
 ``--hang-at N`` prints ``HANGING`` after step N and sleeps, so that a test can
 kill the process there. ``--eager`` runs TensorFlow functions eagerly (as the
 ``eager`` fixture of tests/conftest.py, for the same reason: tracing the tiny model's
-training step costs more than the few steps it runs).
+training step costs more than the few steps it runs). :func:`run` is the same run in the
+calling process (a test that has TensorFlow loaded saves a process's start, ~7 s of CPU).
 """
 
 import argparse
@@ -52,6 +53,33 @@ def tiny_source(batch_size=4, n=20):
     return trainer.examples_source(examples, batch_size=batch_size, max_text_length=n)
 
 
+def run(out, *, strategy="default", hang_at=0, dropout=0.1, steps=8, checkpoint_every=2,
+        optimizer="adam", rate=1e-3):
+    """The tiny run into ``out``, writing ``weights.npz`` and ``history.json`` there;
+    ``hang_at``: print ``HANGING`` after that step and sleep. Returns the training result."""
+    import keras
+
+    from nemot.training import trainer
+
+    class Hang(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(self.model.optimizer.iterations.numpy()) == hang_at:
+                print("HANGING", flush=True)
+                time.sleep(600)
+
+    cfg = tiny_run_config("worker", steps=steps, checkpoint_every=checkpoint_every,
+                          strategy=strategy, dropout=dropout, optimizer=optimizer, rate=rate)
+    result = trainer.train(cfg, out_dir=out, source=tiny_source(),
+                           callbacks=[Hang()] if hang_at else [])
+    # Every worker of a multi-worker run writes its own weights file.
+    tag = os.environ.get("WORKER_TAG", "")
+    np.savez(os.path.join(out, f"weights{tag}.npz"),
+             **{v.path: np.asarray(v.numpy()) for v in result.model.weights})
+    with open(os.path.join(out, f"history{tag}.json"), "w") as handle:
+        json.dump({"history": result.history, "step": result.step}, handle)
+    return result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -74,27 +102,9 @@ def main(argv=None):
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * args.devices)
-    import keras
-
-    from nemot.training import trainer
-
-    class Hang(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            if int(self.model.optimizer.iterations.numpy()) == args.hang_at:
-                print("HANGING", flush=True)
-                time.sleep(600)
-
-    cfg = tiny_run_config("worker", steps=args.steps, checkpoint_every=args.checkpoint_every,
-                          strategy=args.strategy, dropout=args.dropout,
-                          optimizer=args.optimizer, rate=args.rate)
-    result = trainer.train(cfg, out_dir=args.out, source=tiny_source(),
-                           callbacks=[Hang()] if args.hang_at else [])
-    # Every worker of a multi-worker run writes its own weights file.
-    tag = os.environ.get("WORKER_TAG", "")
-    np.savez(os.path.join(args.out, f"weights{tag}.npz"),
-             **{v.path: np.asarray(v.numpy()) for v in result.model.weights})
-    with open(os.path.join(args.out, f"history{tag}.json"), "w") as handle:
-        json.dump({"history": result.history, "step": result.step}, handle)
+    run(args.out, strategy=args.strategy, hang_at=args.hang_at, dropout=args.dropout,
+        steps=args.steps, checkpoint_every=args.checkpoint_every, optimizer=args.optimizer,
+        rate=args.rate)
     return 0
 
 
