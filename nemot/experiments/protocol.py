@@ -72,7 +72,7 @@ import tomllib
 from pathlib import Path
 
 from nemot.errors import ConfigError
-from nemot.training import run_config as rc
+from nemot.training import toml_files as rc
 
 # reproduction name -> its experiment module (a new paper adds one line here, or calls
 # register() for a module outside the package).

@@ -17,7 +17,7 @@ from pathlib import Path
 from scipy import stats
 
 from nemot.experiments.protocol import collect, experiment_module
-from nemot.training.run_config import toml_value
+from nemot.training.toml_files import toml_value
 
 CONFIDENCE = 0.95
 

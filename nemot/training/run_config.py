@@ -26,18 +26,17 @@ Example:
 """
 
 import dataclasses
-import tomllib
-from pathlib import Path
 
-from nemot import files
 from nemot.config import NeMoTConfig
 from nemot.data.config import DataConfig
-from nemot.errors import ConfigError
 from nemot.models.losses import NeMoTLoss
 from nemot.models.registry import MODEL_NAMES
 from nemot.training.distributed import STRATEGIES
 from nemot.training.loop import TrainConfig
 from nemot.training.schedules import build_schedule
+# The TOML side, without a backend; dump_toml is also this module's for its callers.
+from nemot.training.toml_files import (RunConfigError, dump_toml, parse_override, read_toml,
+                                       toml_value)
 
 KINDS = ("pretrain", "finetune", "general")
 MIXED_PRECISION = (None, "mixed_bfloat16", "mixed_float16")
@@ -47,10 +46,6 @@ RESUMABLE = frozenset((
     "name", "train.epochs", "train.steps_per_epoch", "train.verbose", "train.log_every",
     "train.checkpoint_every", "train.keep_checkpoints", "train.strategy", "train.jit_compile",
     "train.decode_jit_compile", "train.resume_allow", "model.attention_implementation"))
-
-
-class RunConfigError(ConfigError):
-    """A run config value is wrong; the message names the file and the key."""
 
 
 class ResumeConflict(RunConfigError):
@@ -239,21 +234,6 @@ def changed_keys(saved, new):
     return [(k, saved.get(k), new.get(k)) for k in keys if saved.get(k) != new.get(k)]
 
 
-def parse_override(text):
-    """``"train.batch_size=4"`` -> ``(("train", "batch_size"), 4)``; TOML values, else a string."""
-    if "=" not in text:
-        raise RunConfigError(f"override {text!r}: expected KEY=VALUE, e.g. train.batch_size=4")
-    key, raw = text.split("=", 1)
-    path = tuple(part.strip() for part in key.strip().split("."))
-    if not all(path) or len(path) > 2:
-        raise RunConfigError(f"override {text!r}: expected a key like 'seed' or 'train.batch_size'")
-    try:
-        value = tomllib.loads(f"value = {raw.strip()}")["value"]
-    except tomllib.TOMLDecodeError:
-        value = raw.strip()
-    return path, value
-
-
 def apply_overrides(data, overrides):
     """A copy of the TOML-shaped ``data`` with ``KEY=VALUE`` overrides applied."""
     data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
@@ -272,43 +252,6 @@ def apply_overrides(data, overrides):
     return data
 
 
-def read_toml(path):
-    """The TOML dict of the run config at ``path``; errors name the file."""
-    path = Path(path)
-    try:
-        return tomllib.loads(files.read_text(path, RunConfigError))
-    except FileNotFoundError:
-        raise RunConfigError(f"{path}: no such run config") from None
-    except (ValueError, RecursionError) as error:  # TOMLDecodeError is a ValueError
-        if isinstance(error, RunConfigError):
-            raise
-        raise RunConfigError(f"{path}: not valid TOML: {error}") from None
-
-
 def load_run_config(path, overrides=()):
     """Read a TOML run config and apply ``overrides`` (``["train.batch_size=4", ...]``)."""
     return run_config_from_dict(apply_overrides(read_toml(path), overrides), source=str(path))
-
-
-def toml_value(v):
-    """``v`` written as a TOML value (``true``, ``4``, ``"tiny"``, ``["lm", "mqa"]``)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + "}"
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def dump_toml(data):
-    """A small TOML writer for :meth:`RunConfig.to_dict` (scalars, lists, one level of tables)."""
-    value = toml_value
-    lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for table, items in data.items():
-        if isinstance(items, dict):
-            lines += ["", f"[{table}]"]
-            lines += [f"{k} = {value(v)}" for k, v in items.items() if v is not None]
-    return "\n".join(lines) + "\n"

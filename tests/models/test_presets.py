@@ -137,11 +137,14 @@ def test_importing_nemot_registers_its_classes_for_kerashubs_loaders(preset):
         assert done.stdout.strip().splitlines()[-1] == "NeMoTCausalLM", imports
 
 
+@pytest.mark.usefixtures("eager")  # decoding's graph and XLA loops: tests/models/test_generation.py
 def test_generate_takes_strings_and_equals_the_greedy_ids_of_nemot_generate(tiny_nemot,
                                                                          tmp_path, capsys):
     answers = tiny_nemot.generate(PROMPTS, max_new_tokens=5, strip_prompt=True)
     assert isinstance(answers, list) and all(isinstance(a, str) for a in answers)
-    assert isinstance(tiny_nemot.generate(PROMPTS[1], max_new_tokens=5), str)
+    # One string in, one string out: with the prompt (KerasHub's default).
+    full = tiny_nemot.generate(PROMPTS[1], max_new_tokens=5)
+    assert isinstance(full, str) and full.startswith("<q> Is the sky blue? <sep>")
     tokenizer = nemot.Tokenizer()
     prompt_ids = [[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("gqa")] + tokenizer.encode(p)
                   for p in PROMPTS]
@@ -156,9 +159,7 @@ def test_generate_takes_strings_and_equals_the_greedy_ids_of_nemot_generate(tiny
               "--max-new-tokens", "5", *[a for p in PROMPTS for a in ("--prompt", p)]])
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["ids"] for r in records] == reference
-    # With the prompt (KerasHub's default), and with another task token.
-    full = tiny_nemot.generate(PROMPTS[1], max_new_tokens=5)
-    assert full.startswith("<q> Is the sky blue? <sep>")
+    # With another task token.
     lm_ids = [[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm")] + tokenizer.encode(PROMPTS[1])]
     assert tiny_nemot.generate(PROMPTS[1], max_new_tokens=5, strip_prompt=True, task="lm") == \
         tokenizer.decode(generate_by_recomputation(tiny_nemot, lm_ids, max_new_tokens=5)[0])
@@ -179,6 +180,7 @@ def test_inputs_are_checked_as_kerashub_checks_them(tiny_nemot):
     assert tokenizer.detokenize(tokenizer(["<sep> yes </s>"])) == ["<sep> yes </s>"]
 
 
+@pytest.mark.usefixtures("eager")  # about the preprocessing around three steps, not their trace
 def test_fit_on_raw_formatted_examples_through_the_preprocessor():
     keras.utils.set_random_seed(0)
     lm = nemot.build_model(TINY.replace(max_text_length=24, output_blocks=("gqa",)))
@@ -197,9 +199,10 @@ def test_fit_on_raw_formatted_examples_through_the_preprocessor():
 
 
 def test_fit_on_a_dataset_warns_about_nothing_and_builds_the_optimizer_first():
-    # The batch's one block only: each further block adds its layers, gradients and
-    # optimizer updates to the trace.
-    model = nemot.build_model(TINY.replace(output_blocks=("gqa",)))
+    # The batch's one block and one layer per set: each further block or layer adds its
+    # weights, gradients and optimizer updates to the trace.
+    model = nemot.build_model(TINY.replace(num_vanilla_layers=1, num_nm_layers=1,
+                                           output_blocks=("gqa",)))
     model.compile(keras.optimizers.Adam(1e-3))
     text = np.tile(np.arange(10, 18, dtype="int32"), (4, 1))
     x = {"token_ids": np.concatenate([IDS[:1, :3].repeat(4, 0), text], 1)}

@@ -73,6 +73,7 @@ def test_the_optimizer_is_left_as_keras_made_it():
         optimizer._filter_empty_gradients([None, np.ones(mqa.shape)], [lm, mqa])
 
 
+@pytest.mark.usefixtures("eager")  # the traced rule: the test on one device above
 def test_recompiling_keeps_the_rule():
     model = routing_worker.tiny_model()
     model.compile(model.optimizer)

@@ -114,6 +114,7 @@ def test_logits_loss_terms_metrics_and_gradients_equal_the_unpadded_models(model
         np.testing.assert_allclose(ours, theirs, atol=1e-5)
 
 
+@pytest.mark.usefixtures("eager")  # the loop's graph and XLA paths: tests/models/test_generation.py
 def test_greedy_ids_equal_the_unpadded_models(models):
     """The cached loop runs KerasHub's ``GreedySampler`` on the padded model's logits."""
     plain, padded = models
