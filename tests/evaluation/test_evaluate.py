@@ -3,6 +3,7 @@
 import argparse
 import json
 import math
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -22,13 +23,40 @@ from tests.data import fixtures
 def checkpoint(tmp_path_factory):
     keras.utils.set_random_seed(99)
     path = tmp_path_factory.mktemp("ckpt") / "model_best_metric.keras"
-    nemot.build_model(nemot.NeMoTConfig.preset("tiny")).save(path)
+    # One layer per set: the evaluation sees the model through its outputs only, and each
+    # decoded token here is a forward pass run eagerly.
+    config = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=1, num_nm_layers=1)
+    nemot.build_model(config).save(path)
     return path
 
 
 @pytest.fixture(scope="module")
 def model(checkpoint):
     return evaluate.load_checkpoint(checkpoint)
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def each_checkpoint_file_loaded_once(monkeypatch, loaded):
+    """The command loads each checkpoint file once in this module and reuses that model:
+    a load is deterministic, the first command given a file loads it (and the ``model``
+    fixture is a load of its own), and a load cost more than most commands' evaluations."""
+    load = evaluate.load_checkpoint
+
+    def load_once(path):
+        path = Path(path)
+        if not path.is_file():
+            return load(path)  # its error
+        key = (str(path.resolve()), path.stat().st_mtime_ns)
+        if key not in loaded:
+            loaded[key] = load(path)
+        return loaded[key]
+
+    monkeypatch.setattr(evaluate, "load_checkpoint", load_once)
 
 
 @pytest.fixture(scope="module")

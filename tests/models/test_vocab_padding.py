@@ -21,8 +21,11 @@ from nemot.models.generation import (answer_log_probs, generate, generate_by_rec
 from nemot.models.weights import load_pretrained
 from tests.models.gpt2_checkpoint import write_tiny_gpt2
 
+# One layer per set and the two blocks the inputs select: the padding is the heads'.
 TINY = nemot.NeMoTConfig.preset("tiny").replace(max_text_length=16, dropout=0.0,
-                                                vanilla_attention_dropout=0.0)
+                                                vanilla_attention_dropout=0.0,
+                                                num_vanilla_layers=1, num_nm_layers=1,
+                                                output_blocks=("lm", "gqa"))
 PADDED = TINY.replace(vocab_padding=64)
 GQA, LM = vocab.task_token_id("gqa"), vocab.task_token_id("lm")
 TEXT = np.random.default_rng(0).integers(0, vocab.GPT2_VOCAB_SIZE, (3, 16)).astype("int32")
