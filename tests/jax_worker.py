@@ -11,6 +11,11 @@ tests/layers/attention_cases.py), a padded vocabulary against the unpadded model
 (tests/models/test_golden.py), the lean loss and the dropout masks (both JAX generators)
 match their TensorFlow-tested properties; the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
 (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set by the caller).
+
+Compiling is most of the cost, so one model serves several checks where they do not
+interfere: the unpadded model of the padded-vocabulary pair is also the unfused side of
+the fused-attention comparison and then NeMoT's ``fit`` step and decoding, all through
+one compiled forward pass.
 """
 
 import json
@@ -20,23 +25,33 @@ import numpy as np
 
 
 class Jitted:
-    """``model``'s inference forward pass as one ``jax.jit`` program (weights as they are
-    now), compiled once; an eager JAX call dispatches, and at first use compiles, every
-    operation on its own. Enough of a model for ``generate_by_recomputation``."""
+    """``model``'s inference forward pass as one ``jax.jit`` program, compiled once per
+    input shape, with the weights as arguments (Keras's ``stateless_call``): each call
+    reads them as they are then, so one program serves later weights too. An eager JAX
+    call dispatches, and at first use compiles, every operation on its own. Enough of a
+    model for ``generate_by_recomputation``."""
 
     def __init__(self, model):
         import jax
 
         self.config = model.config
-        self._forward = jax.jit(lambda inputs: model(inputs, training=False))
+        self._model = model
+
+        def forward(trainable, non_trainable, inputs):
+            outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
+            return outputs
+
+        self._forward = jax.jit(forward)
 
     def __call__(self, inputs, training=False):
         assert not training
-        return self._forward(inputs)
+        return self._forward([v.value for v in self._model.trainable_variables],
+                             [v.value for v in self._model.non_trainable_variables], inputs)
 
 
-def fit_and_decode(model, tasks, vocab):
-    """One ``fit`` step on a batch of ``tasks``; cached and recomputed greedy decoding."""
+def fit_and_decode(model, tasks, vocab, forward=None):
+    """One ``fit`` step on a batch of ``tasks``; cached and recomputed greedy decoding
+    (recomputed by ``forward``, the model's :class:`Jitted`, made here if not given)."""
     import keras
 
     from nemot.models.generation import generate, generate_by_recomputation, has_cache
@@ -51,29 +66,43 @@ def fit_and_decode(model, tasks, vocab):
                         batch_size=len(tasks), verbose=0)
     prompts = [list(aux[i]) + list(text[i, :3 + i]) for i in range(2)]
     cached = generate(model, prompts, max_new_tokens=4, stop_token_ids=())
+    forward = forward or Jitted(model)
     out = {"loss": history.history["loss"][-1], "cached": cached,
-           "recomputed": generate_by_recomputation(Jitted(model), prompts, max_new_tokens=4,
+           "recomputed": generate_by_recomputation(forward, prompts, max_new_tokens=4,
                                                    stop_token_ids=())}
     if not has_cache(model):
-        # generate's compiled forward pass reads the weights when it runs: new ones count.
+        # generate's compiled forward pass reads the weights when it runs: new ones count
+        # (and the reference, compiled above, reads them too).
         model.head.kernel.assign(np.roll(np.asarray(model.head.kernel), 7, axis=1))
         out["after_update"] = {
             "generated": generate(model, prompts, max_new_tokens=4, stop_token_ids=()),
-            "recomputed": generate_by_recomputation(Jitted(model), prompts, max_new_tokens=4,
+            "recomputed": generate_by_recomputation(forward, prompts, max_new_tokens=4,
                                                     stop_token_ids=())}
     return out
+
+
+def loss_terms(model, y, outputs):
+    """``model``'s three loss terms as floats, in one compiled program."""
+    import jax
+
+    terms = jax.jit(lambda y, outputs: {term: value for term, (_, value)
+                                        in model.nemot_loss.terms(y, outputs).items()})
+    return {term: float(value) for term, value in terms(y, outputs).items()}
 
 
 def padded_vocabulary(nemot, vocab):
     """The padded model (``vocab_padding=64``) against the unpadded one of the same seed:
     largest logit difference, the three loss terms of each, and greedy ids (the padded
-    model's cached through KerasHub's sampler, both recomputed)."""
+    model's cached through KerasHub's sampler, both recomputed). Also returns the
+    unpadded model (unfused attention) and its compiled forward pass, for
+    :func:`fused_attention_difference`."""
     import keras
 
     from nemot.models.generation import generate, generate_by_recomputation
 
     cfg = nemot.NeMoTConfig.preset("tiny").replace(
-        num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm", "gqa"), max_text_length=16)
+        num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm", "gqa"), max_text_length=16,
+        attention_implementation="unfused")
     # Prompts of 3 and 4 text tokens and 4 new ones: recomputation runs [2, 3 + 8] ids, the
     # shape of the scored batch, so each model's forward pass compiles once.
     text = np.random.default_rng(2).integers(0, 1000, (2, 8)).astype("int32")
@@ -82,41 +111,42 @@ def padded_vocabulary(nemot, vocab):
     y = {"task_targets": np.roll(text, -1, 1), "lm_targets": np.roll(text, -1, 1)}
     prompts = [list(aux[i]) + list(text[i, :3 + i]) for i in range(2)]
     out = {"terms": {}, "recomputed": {}}
-    logits = {}
+    logits, models = {}, {}
     for padding in (1, 64):
         keras.utils.set_random_seed(11)
         model = nemot.build_model(cfg.replace(vocab_padding=padding), preprocessor=None)
         forward = Jitted(model)
+        models[padding] = model, forward
         outputs = forward({"token_ids": np.concatenate([aux, text], 1)})
         logits[padding] = np.asarray(outputs["logits"])
-        out["terms"][padding] = {term: float(value) for term, (_, value)
-                                 in model.nemot_loss.terms(y, outputs).items()}
+        out["terms"][padding] = loss_terms(model, y, outputs)
         out["recomputed"][padding] = generate_by_recomputation(
             forward, prompts, max_new_tokens=4, stop_token_ids=())
     out["cached_padded"] = generate(model, prompts, max_new_tokens=4, stop_token_ids=())
     out["width"] = logits[64].shape[-1]
     out["logit_difference"] = float(np.abs(logits[64] - logits[1]).max())
-    return out
+    return out, models[1]
 
 
-def fused_attention_difference(nemot, vocab):
-    """Largest logit difference between fused and unfused attention (dec and enc, padding)."""
-    cfg = nemot.NeMoTConfig.preset("tiny").replace(num_vanilla_layers=1, num_nm_layers=1,
-                                                   output_blocks=("lm",), max_text_length=16)
-    fused = nemot.build_model(cfg.replace(attention_implementation="fused"))
-    unfused = nemot.build_model(cfg.replace(attention_implementation="unfused"))
-    unfused.set_weights(fused.get_weights())
-    text = np.arange(1, 33, dtype="int32").reshape(2, 16)
-    text[1, 10:] = vocab.PAD_ID
+def fused_attention_difference(nemot, vocab, unfused, forward):
+    """Largest logit difference between fused attention and the model ``unfused`` (its
+    compiled ``forward``) with the same weights, ``<dec>`` and ``<enc>``, with padding:
+    [2, 3 + 8] ids, the shape ``forward`` was compiled for."""
+    fused = nemot.build_model(unfused.config.replace(attention_implementation="fused"),
+                              preprocessor=None)
+    fused.set_weights(unfused.get_weights())
+    text = np.arange(1, 17, dtype="int32").reshape(2, 8)
+    text[1, 5:] = vocab.PAD_ID
     aux = np.array([[vocab.CLS_ID, mode, vocab.task_token_id("lm")]
                     for mode in (vocab.DEC_ID, vocab.ENC_ID)], "int32")
-    ids = np.concatenate([aux, text], 1)
-    out = [np.asarray(Jitted(m)({"token_ids": ids})["logits"]) for m in (fused, unfused)]
+    ids = {"token_ids": np.concatenate([aux, text], 1)}
+    out = [np.asarray(f(ids)["logits"]) for f in (Jitted(fused), forward)]
     return float(np.abs(out[0] - out[1]).max())
 
 
 def loss_difference(vocab):
     """Lean loss against Keras's float32 softmax cross-entropy (relative)."""
+    import jax
     import keras
     from keras import ops
 
@@ -126,14 +156,21 @@ def loss_difference(vocab):
     logits = ops.cast((rng.normal(size=(2, 5, vocab.VOCAB_SIZE)) * 4).astype("float32"),
                       "bfloat16")
     targets = rng.integers(0, vocab.VOCAB_SIZE, (2, 5)).astype("int32")
-    total, _ = masked_cross_entropy(targets, logits)
-    expected = ops.sum(keras.losses.sparse_categorical_crossentropy(
-        targets, ops.cast(logits, "float32"), from_logits=True))
+
+    @jax.jit
+    def both(targets, logits):
+        total, _ = masked_cross_entropy(targets, logits)
+        return total, ops.sum(keras.losses.sparse_categorical_crossentropy(
+            targets, ops.cast(logits, "float32"), from_logits=True))
+
+    total, expected = both(targets, logits)
     return float(abs(total - expected) / expected)
 
 
 def dropout_rates():
-    """Keep rate of both JAX generators and the correlation of two salted masks."""
+    """Keep rate of both JAX generators and the correlation of two salted masks (each
+    drawn by one compiled program, as in a training step)."""
+    import jax
     import keras
     from keras import ops
 
@@ -143,11 +180,12 @@ def dropout_rates():
     seed = drop.draw_seed(keras.random.SeedGenerator(3), True)
     out = {}
     for impl in ("threefry", "rbg"):
-        bits = backend.random_bits((256, 1024), seed, impl=impl)
+        bits = jax.jit(lambda s: backend.random_bits((256, 1024), s, impl=impl))(seed)
         draws = np.concatenate([np.asarray(bits) & 0xFFFF, np.asarray(bits) >> 16], 1)
         out[impl] = float((draws < drop.keep_threshold(0.1)).mean())
-    a = np.asarray(drop.dropout(ops.ones((256, 1024)), 0.5, drop.salted(seed, 0))) > 0
-    b = np.asarray(drop.dropout(ops.ones((256, 1024)), 0.5, drop.salted(seed, 1))) > 0
+    mask = jax.jit(lambda s, salt: drop.dropout(ops.ones((256, 1024)), 0.5,
+                                                drop.salted(s, salt)) > 0)
+    a, b = np.asarray(mask(seed, 0)), np.asarray(mask(seed, 1))
     out["salt_correlation"] = float(np.corrcoef(a.ravel(), b.ravel())[0, 1])
     return out
 
@@ -265,7 +303,12 @@ def main(out):
     keras.utils.set_random_seed(0)
     cfg = nemot.NeMoTConfig.preset("tiny").replace(
         num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm", "gqa"), max_text_length=20)
-    report["nemot"] = fit_and_decode(nemot.build_model(cfg), ["lm", "gqa", "lm", "lm"], vocab)
+    report["padded_vocabulary"], (unpadded, forward) = padded_vocabulary(nemot, vocab)
+    report["fused_attention_difference"] = fused_attention_difference(nemot, vocab, unpadded,
+                                                                      forward)
+    # The unpadded model then trains and decodes: its forward pass, compiled for [2, 3 + 8]
+    # ids, is the shape the recomputation runs.
+    report["nemot"] = fit_and_decode(unpadded, ["lm", "gqa", "lm", "lm"], vocab, forward)
     report["baseline"] = fit_and_decode(nemot.build_baseline(cfg), ["lm"] * 4, vocab)
     report["ngt_loss"] = ngt_fit()
     for kind, specs in NEMOT_MODULATIONS.items():
@@ -274,8 +317,6 @@ def main(out):
     report["pals_loss"] = pals_fit()
     report["hypergrid_loss"] = hypergrid_fit()
     report["modact_losses"] = modact_fit()
-    report["padded_vocabulary"] = padded_vocabulary(nemot, vocab)
-    report["fused_attention_difference"] = fused_attention_difference(nemot, vocab)
     report["golden_logits"] = test_golden.golden_logits(lambda m, x: Jitted(m)(x)).tolist()
     report["fused_attention_cases"] = {str(multiple): attention_cases.differences(multiple)
                                        for multiple in (None, 64)}
