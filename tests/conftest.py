@@ -57,8 +57,8 @@ def eager():
     than the few steps they then run (measured side by side on the 2-core machine: the
     fine-tuning command's test 134 s -> 88 s, the NaN guard's 47 s -> 18 s). The graph and
     XLA paths stay covered by the tests that are about them: the learning proofs, the
-    ``jit_compile`` and bfloat16 + XLA tests, the decoding tests, the demo, the README
-    recipe and the notebooks."""
+    ``jit_compile`` and bfloat16 + XLA tests, the decoding tests, the demo and the README
+    recipe."""
     import tensorflow as tf
 
     tf.config.run_functions_eagerly(True)

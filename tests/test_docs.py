@@ -8,12 +8,12 @@ A block's language tag says what it is, and decides how it is checked:
   a tiny random GPT-2 in ``gpt2-local``, ``checkpoints/general/model_last.keras``, an NLTK
   tagger trained here). The blocks of one document share one namespace, in order, like a
   notebook. The docs write them at tiny sizes and offline, with the real sizes and the
-  online names in comments. Models compile with ``run_eagerly=True`` here unless a block
-  says otherwise: tracing a training graph costs tens of seconds per block, and graph
-  execution is what the rest of the suite tests. A block identical to one already run
-  (the README repeats docs/training.md's recipe) runs once. A block that branches on the
-  backend runs its TensorFlow branch here; the JAX one is what tests/test_jax_backend.py
-  checks.
+  online names in comments. TensorFlow functions run eagerly here (tests/conftest.py's
+  ``eager`` fixture): tracing a training graph or a decoding loop costs more than the few
+  steps a block runs, and graph execution is what the rest of the suite tests. A block
+  identical to one already run (the README repeats docs/training.md's recipe) runs once. A
+  block that branches on the backend runs its TensorFlow branch here; the JAX one is what
+  tests/test_jax_backend.py checks.
 - ``bash`` / ``sh``: the block must parse (``bash -n``); then each command is checked by
   the program it runs:
 
@@ -160,15 +160,9 @@ def executed():
     return {}
 
 
-def eager_compile(compile):
-    def wrapped(self, *args, run_eagerly=True, **kwargs):
-        return compile(self, *args, run_eagerly=run_eagerly, **kwargs)
-    return wrapped
-
-
+@pytest.mark.usefixtures("eager")
 @pytest.mark.parametrize("document", PYTHON_DOCUMENTS)
 def test_python_blocks_run_as_written(document, scratch, executed, monkeypatch):
-    monkeypatch.setattr(keras.Model, "compile", eager_compile(keras.Model.compile))
     monkeypatch.chdir(scratch)
     monkeypatch.setattr(nltk.data, "path", [str(scratch / "nltk_data")])
     namespace = {"__name__": "__docs__"}

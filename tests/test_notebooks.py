@@ -9,6 +9,14 @@ notebook claims (the loss went down, the figures exist, ...), not only that it r
 that no cell printed a warning (e.g. tqdm's "IProgress not found" without ipywidgets, or
 Keras' ignored ``shuffle=True``) or TensorFlow's start-up notices. The committed notebooks must carry no outputs; what they
 write is ignored by git; ``pip install 'nemot[notebooks]'`` installs what runs them.
+
+TensorFlow functions run eagerly here (``tf.config.run_functions_eagerly``, set in the
+kernel right after the notebook's first cell, which imports nemot), as in
+``tests/conftest.py``'s ``eager`` fixture: a fast-mode run takes a few tiny steps, and
+tracing the train, test and decoding functions cost more than those steps. With the fast
+mode's shorter texts and fewer steps, this file and tests/test_docs.py took 93 CPU
+seconds instead of 135 (side by side on the 2-core machine). Graph execution is what the
+demo, the learning proofs and the README recipe test.
 """
 
 import configparser
@@ -34,6 +42,14 @@ NAMES = ("01_architecture", "02_pretraining_c4", "03_finetune_qa", "04_general_t
 BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
 # Per notebook; they take 30-90 s on two busy CPU cores.
 TIMEOUT_S = 300
+# Run in the kernel after the notebook's first cell (see the module docstring). tf.data
+# traces its own functions whatever the switch says, and warns that it does.
+EAGER = """\
+import warnings
+import tensorflow as tf
+tf.config.run_functions_eagerly(True)
+warnings.filterwarnings("ignore", "Even though the `tf.config.experimental_run_functions_eagerly`")
+"""
 
 
 def _kernel_manager(directory):
@@ -48,12 +64,16 @@ def _kernel_manager(directory):
 
 
 def run_notebook(name, workdir, monkeypatch):
-    """Execute ``notebooks/<name>.ipynb`` in ``workdir``; returns its summary.json and seconds."""
+    """Execute ``notebooks/<name>.ipynb`` in ``workdir``, TensorFlow functions eagerly;
+    returns its summary.json and the directory it wrote."""
     monkeypatch.setenv("NEMOT_FAST", "1")
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)  # quiet as a user's would be
     monkeypatch.delenv("NEMOT_BACKEND_LOGS", raising=False)
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    after_first = 1 + next(index for index, cell in enumerate(notebook.cells)
+                           if cell.cell_type == "code")
+    notebook.cells.insert(after_first, nbformat.v4.new_code_cell(EAGER))
     km = _kernel_manager(workdir / ".kernel")
     client = NotebookClient(notebook, km=km, timeout=TIMEOUT_S,
                             resources={"metadata": {"path": str(workdir)}})
@@ -64,6 +84,8 @@ def run_notebook(name, workdir, monkeypatch):
         if km.has_kernel:
             km.shutdown_kernel(now=True)
     seconds = time.monotonic() - start
+    added = notebook.cells.pop(after_first)
+    assert added.outputs == [], f"{name}: the eager switch printed {added.outputs}"
     printed = [(index, output.get("text", "")) for index, cell in enumerate(notebook.cells)
                for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
     warned = [(index, line) for index, text in printed for line in text.splitlines()
@@ -161,7 +183,7 @@ def test_03_finetune_qa(tmp_path, monkeypatch):
 def test_04_general_training(tmp_path, monkeypatch):
     summary, out = run_notebook("04_general_training", tmp_path, monkeypatch)
     assert summary["loss"][-1] < summary["loss"][0]
-    assert summary["steps"] == 10
+    assert summary["steps"] == 4
     # The pool mixed both task tokens and drew the three datasets about equally often.
     assert {50284, 50296} <= set(summary["first_batch_tasks"])  # <mqa>, <gqa>
     assert all(abs(count - 1000) < 120 for count in summary["pool_draws"].values())
