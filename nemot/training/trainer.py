@@ -52,15 +52,16 @@ RUN_CONFIG = "run_config.toml"
 
 # ---------------------------------------------------------------- validation metric
 
-def eval_sets_metric(eval_sets, tokenizer, max_new_tokens, jit_compile):
-    """``metric(model)``: the mean of the sets' own metrics, each set's value beside it."""
+def eval_sets_metric(eval_sets, tokenizer, max_new_tokens, jit_compile, batch_size=8):
+    """``metric(model)``: the mean of the sets' own metrics, each set's value beside it
+    (``batch_size``: prompts per forward pass or decoding loop)."""
     if not eval_sets:
         return None
 
     def metric(model):
         scores = {s.name: score_examples(model, s.examples, s.metric, label_mode=s.label_mode,
                                          tokenizer=tokenizer, max_new_tokens=max_new_tokens,
-                                         jit_compile=jit_compile)
+                                         jit_compile=jit_compile, batch_size=batch_size)
                   for s in eval_sets}
         mean = float(np.mean(list(scores.values())))
         return mean if len(scores) == 1 else {"metric": mean, **scores}
@@ -104,8 +105,9 @@ def to_data_source(run_data, cfg, tokenizer=None):
 def examples_source(train_examples, *, batch_size, max_text_length, seed=0, steps_per_epoch=0,
                     validation_examples=None, eval_set=None, metric=None, label_mode=False,
                     tokenizer=None, max_new_tokens=32, jit_compile=True, validation_batches=0,
-                    pos_tagger=None):
-    """A :class:`DataSource` from lists of ``FormattedExample`` (synthetic tasks, the demo)."""
+                    pos_tagger=None, decode_batch_size=8):
+    """A :class:`DataSource` from lists of ``FormattedExample`` (synthetic tasks, the demo);
+    ``decode_batch_size``: prompts per forward pass when ``eval_set`` is scored."""
     run_data = sources.examples_data(
         train_examples, max_text_length=max_text_length, seed=seed,
         validation_examples=validation_examples, pos_tagger=pos_tagger,
@@ -116,7 +118,7 @@ def examples_source(train_examples, *, batch_size, max_text_length, seed=0, step
         steps_per_epoch=steps_per_epoch or math.ceil(run_data.epoch_examples / batch_size),
         validation=run_data.validation,
         metric=eval_sets_metric(run_data.eval_sets, tokenizer or Tokenizer(), max_new_tokens,
-                                jit_compile),
+                                jit_compile, decode_batch_size),
         validation_batches=validation_batches)
 
 
