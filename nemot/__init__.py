@@ -31,6 +31,7 @@ _LAZY = {
     "build_model": ("nemot.models.nemot_causal_lm", "build_model"),
     "parameter_breakdown": ("nemot.models.nemot_causal_lm", "parameter_breakdown"),
     "load_weights_partial": ("nemot.models.nemot_causal_lm", "load_weights_partial"),
+    "load_model": ("nemot.models.weights", "load_model"),
     "GPT2BaselineBackbone": ("nemot.models.baseline", "GPT2BaselineBackbone"),
     "GPT2BaselineCausalLM": ("nemot.models.baseline", "GPT2BaselineCausalLM"),
     "build_baseline": ("nemot.models.baseline", "build_baseline"),
@@ -45,21 +46,8 @@ _LAZY = {
 }
 
 __getattr__, __dir__, _lazy_names = lazy_exports(__name__, _LAZY)
-__all__ = ["NeMoTConfig", "load_model", *_lazy_names]
+__all__ = ["NeMoTConfig", *_lazy_names]
 
-
-def load_model(path, compile=True, **kwargs):
-    """``keras.models.load_model`` after registering nemot's Keras classes."""
-    from nemot import registration
-
-    registration.register()
-    import keras
-
-    from nemot.models.weights import load_uncompiled
-
-    if not compile:
-        return load_uncompiled(path, **kwargs)
-    return keras.models.load_model(path, compile=compile, **kwargs)
 
 
 from nemot import registration  # noqa: E402  (after the names the models import)

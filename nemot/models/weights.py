@@ -217,3 +217,14 @@ def load_uncompiled(path, **kwargs):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
         return keras.models.load_model(path, compile=False, **kwargs)
+
+
+def load_model(path, compile=True, **kwargs):
+    """``nemot.load_model``: ``keras.models.load_model`` after registering nemot's Keras
+    classes (without compiling: :func:`load_uncompiled`)."""
+    from nemot import registration
+
+    registration.register()
+    if not compile:
+        return load_uncompiled(path, **kwargs)
+    return keras.models.load_model(path, compile=compile, **kwargs)

@@ -8,7 +8,7 @@ original code read it, so results compare with thesis Table 3.8).
 Format ``<p1> passage <q> question <sep>`` -> ``yes``/``no`` ``</s>``.
 """
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 from nemot.data.raw import DataError
 

@@ -7,7 +7,7 @@ test file). The hub export of the same data is flat: ``question`` (a string; OBQ
 read. Format ``<q> stem (1) ... <sep>`` -> ``(k)``.
 """
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 from nemot.data.raw import DataError
 

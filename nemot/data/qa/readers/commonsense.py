@@ -15,7 +15,7 @@
   is ``train_xl`` (the thesis). Format ``<q> sentence (1) o1 (2) o2 <sep>`` -> ``(k)``.
 """
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 
 WINOGRANDE_SIZES = ("xs", "s", "m", "l", "xl")

@@ -12,7 +12,7 @@ a separate alternative; we keep both answers and each answer's spans together.)
 Format ``<p1> passage <q> question <sep>`` -> ``answer </s>``.
 """
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 from nemot.data.raw import DataError
 

@@ -28,7 +28,7 @@ collapse_spaces=True)``).
 
 import re
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 
 _TOP_HEADING = re.compile(r"^= (?!=).*(?<!=) =$")

@@ -13,7 +13,7 @@ The story's ``\\newline``/``\\tab`` markers become spaces and the question's
 import re
 from pathlib import Path
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 from nemot.data.raw import DataError
 

@@ -10,7 +10,7 @@ registry marks the dataset ``train_answers="one"`` and the pipelines choose.
 The download is the repository's zip, ``narrativeqa-master/``.
 """
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 from nemot.data.raw import DataError
 

@@ -6,7 +6,7 @@ Format: ``<p1> article <q> question (1) ... (4) <sep>`` -> ``(k)``; subset middl
 
 from pathlib import Path
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 from nemot.data.raw import DataError
 

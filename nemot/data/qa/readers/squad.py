@@ -11,7 +11,7 @@ them together as one multi-part answer, scored with the official multi-span
 rule (:func:`nemot.evaluation.metrics.drop_f1`).
 """
 
-from nemot.data import raw
+import nemot.data.raw as raw
 from nemot.data.qa.readers import common
 
 # Raw file names per registry name and split.
