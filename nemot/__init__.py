@@ -49,7 +49,6 @@ __getattr__, __dir__, _lazy_names = lazy_exports(__name__, _LAZY)
 __all__ = ["NeMoTConfig", *_lazy_names]
 
 
-
 from nemot import registration  # noqa: E402  (after the names the models import)
 
 registration.install()
