@@ -172,7 +172,7 @@ def build_train_model(name, cfg):
     backbone = keras_hub.models.GPT2Backbone(
         vocabulary_size=cfg.vocab_size, num_layers=depth, num_heads=cfg.num_heads,
         hidden_dim=cfg.d_model, intermediate_dim=cfg.d_ff,
-        max_sequence_length=cfg.max_position_embeddings)
+        max_sequence_length=cfg.max_position_embeddings, dropout=cfg.dropout)
     ids = keras.Input((None,), dtype="int32", name="token_ids")
     mask = keras.Input((None,), dtype="int32", name="padding_mask")
     hidden = backbone({"token_ids": ids, "padding_mask": mask})

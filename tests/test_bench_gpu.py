@@ -98,3 +98,19 @@ def test_a_process_past_its_time_is_stopped_with_what_it_wrote(tmp_path):
     failed = bench_gpu.watch([sys.executable, "-c", "raise SystemExit('out of memory')"],
                              tmp_path / "none.json", seen.append)
     assert failed == {"error": ["out of memory"]}
+
+
+def test_the_compile_benchmarks_gpt2_takes_the_configs_dropout():
+    import keras_hub
+
+    from bench import bench_compile
+
+    def backbone_dropout(name):
+        cfg = bench_compile.model_config(name, tiny=True)
+        model = bench_gpu.build_train_model("keras_hub_gpt2", cfg)
+        [backbone] = [layer for layer in model.layers
+                      if isinstance(layer, keras_hub.models.GPT2Backbone)]
+        return backbone.dropout
+
+    assert backbone_dropout("keras_hub_gpt2") == 0.1  # NeMoT's rate, GPT-2's default
+    assert backbone_dropout("keras_hub_gpt2_no_dropout") == 0.0
