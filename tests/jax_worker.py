@@ -9,7 +9,8 @@ LSTM train a step; fused attention (outputs and gradients on every mask NeMoT bu
 tests/layers/attention_cases.py), a padded vocabulary against the unpadded model
 (tests/models/test_vocab_padding.py), the tiny preset's golden logits
 (tests/models/test_golden.py), the lean loss and the dropout masks (both JAX generators)
-match their TensorFlow-tested properties; the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
+match their TensorFlow-tested properties; the output set's loop over its blocks' stacked
+weights gives the logits and gradients of a branch per block; the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
 (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set by the caller).
 
 Compiling is most of the cost, so one model serves several checks where they do not
@@ -190,6 +191,61 @@ def dropout_rates():
     return out
 
 
+def stacked_output_blocks(nemot):
+    """The output set's loop over its blocks' stacked weights against a branch per block:
+    logits and gradients of a training call (dropout on; the batch selects two blocks of
+    three, so the third's gradient is zero), and whether the loop ran."""
+    import jax
+    from keras import ops
+
+    from nemot import config, vocab
+    from nemot.layers import sets
+
+    cfg = nemot.NeMoTConfig.preset("tiny").replace(
+        num_vanilla_layers=1, num_nm_layers=1, output_blocks=config.THESIS_OUTPUT_BLOCKS[:3],
+        max_text_length=8)
+    model = nemot.build_model(cfg)
+    tasks = [cfg.output_blocks[i] for i in (0, 1, 1)]
+    text = np.random.default_rng(2).integers(0, 1000, (3, 8)).astype("int32")
+    ids = {"token_ids": np.concatenate(
+        [np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(t)] for t in tasks],
+                  "int32"), text], 1)}
+    weights = np.random.default_rng(3).normal(size=(3, 8, cfg.vocab_size)).astype("float32")
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    def loss(trainable):
+        outputs, _ = model.stateless_call(trainable, non_trainable, ids, training=True)
+        return ops.sum(ops.cast(outputs["logits"], "float32") * weights), outputs["logits"]
+
+    stacked_calls = []
+    call_stacked, stackable = sets.OutputSet._call_stacked, sets.OutputSet._stackable
+
+    def counted(self, *args, **kwargs):
+        stacked_calls.append(1)
+        return call_stacked(self, *args, **kwargs)
+
+    results = []
+    for stacked in (True, False):
+        sets.OutputSet._call_stacked = counted
+        sets.OutputSet._stackable = stackable if stacked else (lambda self: False)
+        try:
+            grad, logits = jax.jit(jax.grad(loss, has_aux=True))(
+                [v.value for v in model.trainable_variables])
+        finally:
+            sets.OutputSet._call_stacked, sets.OutputSet._stackable = call_stacked, stackable
+        results.append((np.asarray(logits), [np.asarray(g) for g in grad]))
+    names = [v.path for v in model.trainable_variables]
+    unused = f"block_{cfg.output_blocks[2]}/"
+    (a, ga), (b, gb) = results
+    return {"stacked_calls": len(stacked_calls),
+            "logits": float(np.abs(a - b).max()), "largest_logit": float(np.abs(a).max()),
+            "gradient": max(float(np.abs(x - y).max()) for x, y in zip(ga, gb)),
+            "largest_gradient": max(float(np.abs(x).max()) for x in ga),
+            "unselected_block_gradient": max(float(np.abs(g).max())
+                                             for g, name in zip(ga, names) if unused in name),
+            "unselected_block_variables": sum(unused in name for name in names)}
+
+
 def ngt_fit():
     import keras
     import keras_hub
@@ -322,6 +378,7 @@ def main(out):
                                        for multiple in (None, 64)}
     report["loss_relative_difference"] = loss_difference(vocab)
     report["dropout"] = dropout_rates()
+    report["stacked_output_blocks"] = stacked_output_blocks(nemot)
     with open(out, "w") as handle:
         json.dump(report, handle)
     return 0

