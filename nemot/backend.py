@@ -16,6 +16,7 @@ on JAX without TensorFlow installed, and on TensorFlow without JAX):
 - :func:`has_fused_attention`, :func:`attention_length_multiple`: whether this device
   has a fused attention kernel (cuDNN flash attention on a GPU under JAX) and the
   length multiple it needs (64).
+- :func:`recomputed`: a function whose activations the backward pass recomputes.
 - :func:`concrete`: a tensor's value, or None while a function is being traced.
 - :func:`dynamic_shapes`, :func:`partition`, :func:`stitch`: whether the code being
   built may give tensors data-dependent shapes (TensorFlow outside XLA), and
@@ -88,6 +89,16 @@ def random_bits(shape, seed, impl=None):
 
     return tf.random.stateless_uniform(shape, tf.cast(seed, tf.int64), minval=None,
                                        maxval=None, dtype=tf.uint32)
+
+
+def recomputed(fn):
+    """``fn`` whose activations are recomputed in the backward pass instead of kept
+    (``jax.checkpoint`` on JAX; elsewhere ``fn`` itself)."""
+    if name() != "jax":
+        return fn
+    import jax
+
+    return jax.checkpoint(fn)
 
 
 def replica_context():

@@ -96,8 +96,9 @@ def test_dropout_generators(report):
 def test_output_blocks_as_one_loop_give_the_logits_and_gradients_of_a_branch_each(report):
     stacked = report["stacked_output_blocks"]
     assert stacked["stacked_calls"] == 1  # the loop ran (traced once), then the branches
-    assert stacked["logits"] <= 1e-6 * stacked["largest_logit"]
-    assert stacked["gradient"] <= 1e-6 * stacked["largest_gradient"]
+    # Equal to round-off (the loop recomputes the block in the backward pass).
+    assert stacked["logits"] <= 1e-5 * stacked["largest_logit"]
+    assert stacked["gradient"] <= 1e-5 * stacked["largest_gradient"]
     # The block no example selects: zero gradient on every one of its variables.
     assert stacked["unselected_block_variables"] > 0
     assert stacked["unselected_block_gradient"] == 0
