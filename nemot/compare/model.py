@@ -394,11 +394,19 @@ class ConditionedGPT2Backbone(GPT2BaselineBackbone):
     def supports_cache(self):
         return not self.gating and super().supports_cache
 
-    def text_output(self, aux_ids, text_ids, text_mask):
+    def forward(self, aux_ids, text_ids, text_mask, nm_mask=None, pos_tags=None, cache=None,
+                cache_update_index=0, training=None):
         if not self.gating:
-            return super().text_output(aux_ids, text_ids, text_mask)
-        return BackboneNode(self.gated_output, name="gated_vanilla_set")(aux_ids, text_ids,
-                                                                         text_mask)
+            return super().forward(aux_ids, text_ids, text_mask, nm_mask, pos_tags, cache,
+                                   cache_update_index, training)
+        if cache is not None:
+            raise ValueError("NGT's gating block keeps no key/value cache (supports_cache is "
+                             "False): decode by recomputation")
+        if isinstance(text_ids, keras.KerasTensor):  # the functional graph
+            return {"hidden_states": BackboneNode(self.gated_output, name="gated_vanilla_set")(
+                aux_ids, text_ids, text_mask), "cache": None}
+        return {"hidden_states": self.gated_output(aux_ids, text_ids, text_mask, training),
+                "cache": None}
 
     def gated_output(self, aux_ids, text_ids, mask, training=None):
         """GPT-2 with NGT's block between layers k and k + 1."""

@@ -43,18 +43,41 @@ class GPT2BaselineBackbone(Backbone):
         self.build_layers()
         # === Functional model ===
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-        aux_ids, text_ids, text_mask, _ = self.inputs_layer(token_ids)
-        super().__init__(inputs={"token_ids": token_ids},
-                         outputs={"hidden_states": self.text_output(aux_ids, text_ids,
-                                                                    text_mask)},
-                         dtype=dtype, **kwargs)
+        aux_ids, text_ids, text_mask, nm_mask = self.inputs_layer(token_ids)
+        outputs = self.forward(aux_ids, text_ids, text_mask, nm_mask)
+        del outputs["cache"]
+        super().__init__(inputs={"token_ids": token_ids}, outputs=outputs, dtype=dtype,
+                         **kwargs)
 
     def build_layers(self):
         self.vanilla_set.build(None)
 
-    def text_output(self, aux_ids, text_ids, text_mask):
-        """The graph from the split ids to the hidden states: GPT-2 over the text."""
-        return self.vanilla_set(text_ids, text_mask, conditioning=self.conditioning(aux_ids))
+    def forward(self, aux_ids, text_ids, text_mask, nm_mask=None, pos_tags=None, cache=None,
+                cache_update_index=0, training=None):
+        """GPT-2 over the text, with or without a key/value cache (NeMoT's
+        :meth:`~nemot.models.nemot_backbone.NeMoTBackbone.forward` interface: ``nm_mask``
+        and ``pos_tags`` are not read). Returns ``{"hidden_states", "cache"}``."""
+        out = self.vanilla_set(text_ids, text_mask,
+                               cache=None if cache is None else cache["vanilla"],
+                               cache_update_index=cache_update_index, training=training,
+                               conditioning=self.conditioning(aux_ids))
+        if cache is None:
+            return {"hidden_states": out, "cache": None}
+        return {"hidden_states": out[0], "cache": {"vanilla": out[1]}}
+
+    def init_cache(self, batch_size, text_length, dtype=None):
+        """An empty key/value cache of the vanilla set for ``text_length`` positions."""
+        cfg = self.config
+        return {"vanilla": ops.zeros(
+            (batch_size, cfg.num_vanilla_layers, 2, text_length, cfg.num_heads,
+             cfg.d_model // cfg.num_heads), dtype or self.compute_dtype)}
+
+    def decoding_masks(self, text_valid, query_start, query_length, cache):
+        """GPT-2's causal mask of the text queries ``[query_start, +query_length)`` (padding
+        masked), and no NM-set mask."""
+        is_enc = ops.zeros((ops.shape(text_valid)[0],), "bool")
+        return text_masks(text_valid, is_enc, query_start, query_length, vocab.NUM_AUX,
+                          with_aux=False)[0], None
 
     def call(self, inputs, training=None, mask=None):
         if not isinstance(inputs, dict):
@@ -77,13 +100,6 @@ class GPT2BaselineBackbone(Backbone):
     def supports_cache(self):
         return all(m.supports_cache for m in self._flatten_layers()
                    if isinstance(m, Modulation))
-
-    @staticmethod
-    def text_mask(text_ids, text_valid, cache_update_index=0):
-        """GPT-2's causal mask of the queries ``text_ids`` (padding masked)."""
-        is_enc = ops.zeros((ops.shape(text_ids)[0],), "bool")
-        return text_masks(text_valid, is_enc, cache_update_index, ops.shape(text_ids)[1],
-                          vocab.NUM_AUX, with_aux=False)[0]
 
     def conditioning(self, aux_ids):
         """What the hosted modulations (``config.modulation`` on the ``vanilla`` set) read:
@@ -120,9 +136,8 @@ class GPT2BaselinePreprocessor(NeMoTPreprocessor):
 class GPT2BaselineCausalLM(TextToTextCausalLM):
     """The thesis' GPT-2 baseline: :class:`GPT2BaselineBackbone` and a new randomly
     initialised ``Dense(vocab_size)`` head. Returns ``{"logits": [batch, n, vocab]}``.
-    Default loss: ``L1 + 0.2 L2``, no vanilla-set term. Cached decoding has NeMoT's
-    interface (``init_cache``, ``prefill``, ``call_with_cache``), so the same decoders serve
-    both.
+    Default loss: ``L1 + 0.2 L2``, no vanilla-set term. Its backbone has NeMoT's
+    ``forward`` and ``init_cache``, so KerasHub's ``generate`` decodes both the same way.
 
     Example:
         >>> model = build_baseline("tiny")
@@ -140,26 +155,6 @@ class GPT2BaselineCausalLM(TextToTextCausalLM):
 
     def heads(self, backbone_outputs):
         return {"logits": self.head(backbone_outputs["hidden_states"])}
-
-    def init_cache(self, batch_size, text_length, dtype=None):
-        cfg = self.config
-        return {"vanilla": ops.zeros(
-            (batch_size, cfg.num_vanilla_layers, 2, text_length, cfg.num_heads,
-             cfg.d_model // cfg.num_heads), dtype or self.compute_dtype)}
-
-    def prefill(self, aux_ids, text_ids, cache, text_valid):
-        return self.call_with_cache(aux_ids, text_ids, cache, 0, text_valid)
-
-    def call_with_cache(self, aux_ids, text_ids, cache, cache_update_index, text_valid):
-        backbone = self.backbone
-        if not backbone.supports_cache:
-            raise ValueError(f"{type(backbone).__name__} keeps no key/value cache: decode by "
-                             "recomputation (supports_cache is False)")
-        out, vanilla_cache = backbone.vanilla_set(
-            text_ids, backbone.text_mask(text_ids, text_valid, cache_update_index),
-            cache=cache["vanilla"], cache_update_index=cache_update_index,
-            conditioning=backbone.conditioning(aux_ids))
-        return self.head(out), {"vanilla": vanilla_cache}
 
     def parameter_breakdown(self):
         """Parameters of the baseline: ``vanilla_set``, ``head`` and ``total`` (and the

@@ -59,10 +59,6 @@ from nemot.data.qa.format import Formatter, truncate
 # command's --score-reduction choices, nemot.evaluation.options.REDUCTIONS).
 REDUCTIONS = {"mean": np.mean, "sum": np.sum}
 
-# Samplers whose ``next`` needs hidden states, which the cached call does not return.
-_UNSUPPORTED_SAMPLERS = ("ContrastiveSampler",)
-
-
 def get_sampler(sampler=None):
     """A ``keras_hub.samplers.Sampler``: ``None`` is greedy; names go to ``keras_hub.samplers.get``.
 
@@ -78,10 +74,6 @@ def get_sampler(sampler=None):
     if not isinstance(sampler, keras_hub.samplers.Sampler):
         raise TypeError(f"sampler must be a keras_hub.samplers.Sampler or its name, "
                         f"got {type(sampler).__name__}")
-    if type(sampler).__name__ in _UNSUPPORTED_SAMPLERS:
-        raise ValueError(f"{type(sampler).__name__} needs hidden states from the model, which "
-                         "the cached call does not return; use greedy, top_k, top_p, "
-                         "random or beam")
     return sampler
 
 
@@ -160,20 +152,73 @@ class Generation:
     stopped: bool
 
 
-class Generator:
-    """Batched, cached generation for one model; the decode loop is compiled once per shape.
+def check_generate_inputs(inputs, has_preprocessor=True):
+    """The ``TypeError``/``ValueError`` of prompts ``generate`` cannot take, naming what was
+    given: text (a string, a list of strings, a dict of fields or a ``tf.data.Dataset``)
+    with a preprocessor, ``{"token_ids", "padding_mask"}`` without one."""
+    if type(inputs).__name__.endswith("Dataset") or hasattr(inputs, "element_spec"):
+        return
+    if not has_preprocessor:
+        if not (isinstance(inputs, dict) and {"token_ids", "padding_mask"} <= set(inputs)):
+            raise TypeError(f"generate: got {type(inputs).__name__}; a model without a "
+                            "preprocessor takes {'token_ids', 'padding_mask'} (auxiliary "
+                            "tokens first)")
+        return
+    if isinstance(inputs, dict):
+        values = list(inputs.values())
+    elif isinstance(inputs, (str, bytes)):
+        values = [inputs]
+    elif isinstance(inputs, (list, tuple)) or (isinstance(inputs, np.ndarray)
+                                               and inputs.dtype.kind in "OSU"):
+        values = list(inputs)
+        if not values:
+            raise ValueError("generate: got an empty list of prompts; expected at least one "
+                             "formatted prompt, e.g. '<q> Is the sky blue? <sep>'")
+    elif hasattr(inputs, "dtype") and str(inputs.dtype) == "string":  # a tf.Tensor of text
+        return
+    else:
+        raise TypeError(f"generate: got {type(inputs).__name__} ({str(inputs)[:40]!r}); "
+                        "expected a formatted prompt (str), a list of them, a dict of fields "
+                        "or a tf.data.Dataset of prompts")
+    for value in values if not isinstance(inputs, dict) else []:
+        if not isinstance(value, (str, bytes, np.str_, np.bytes_)):
+            raise TypeError(f"generate: a prompt is {type(value).__name__} ({value!r}); "
+                            "expected text in the unified format")
 
-    The cache text length is ``prompt width + max_new_tokens``, capped by
-    ``config.max_text_length`` (an example whose prompt is longer than the
-    batch's shortest cannot get more than the cap allows). Prompt widths are
-    rounded up to a multiple of ``pad_to_multiple_of`` so batches of similar
-    lengths share one compiled function (the rounding costs only prefill
-    positions: the loop starts after the shortest prompt and stops when every
-    example has stopped).
+
+def decoding_inputs(prompts, length):
+    """``{"token_ids", "padding_mask"}`` [B, 3 + length] of id prompts (aux + text ids)
+    for a model's ``generate_step``, and the prompts' text lengths [B]."""
+    aux, text, lengths = pad_prompts(prompts, vocab.NUM_AUX, width=length)
+    token_ids = np.concatenate([aux, text], axis=1)
+    padding_mask = np.concatenate([np.zeros(aux.shape, bool),
+                                   np.arange(length)[None] < lengths[:, None]], axis=1)
+    return {"token_ids": token_ids, "padding_mask": padding_mask}, lengths
+
+
+def split_generations(tokens, lengths, max_new_tokens, stop_token_ids):
+    """:class:`Generation` of each row of the text ``tokens`` [B, L] after its prompt."""
+    results = []
+    for row, n in enumerate(lengths):
+        ids = [int(t) for t in tokens[row, n:n + max_new_tokens]]
+        stops = [k for k, t in enumerate(ids) if t in stop_token_ids]
+        results.append(Generation(ids[:stops[0]] if stops else ids, bool(stops)))
+    return results
+
+
+class Generator:
+    """Batched, cached generation with a sampler of its own: the model's ``generate_step``
+    (KerasHub's hook, :class:`nemot.models.task.TextToTextCausalLM`) compiled once per
+    shape.
+
+    The buffer is ``prompt width + max_new_tokens`` text positions, capped by
+    ``config.max_text_length`` (an example whose prompt is longer than the batch's
+    shortest cannot get more than the cap allows). Prompt widths are rounded up to a
+    multiple of ``pad_to_multiple_of`` so batches of similar lengths share one compiled
+    function.
 
     Args:
-        model: a model with ``init_cache``, ``prefill`` and ``call_with_cache`` (NeMoT's
-            interface).
+        model: a nemot causal LM.
         sampler: a ``keras_hub.samplers`` sampler or its name; ``None`` = greedy.
         stop_token_ids: generation of an example ends at the first of these
             (default ``</s>``); ``()`` never stops early.
@@ -200,108 +245,78 @@ class Generator:
         self.jit_compile = True if jit_compile is None else bool(jit_compile)
         self._compiled = None
 
-    def generate_step(self, aux_ids, token_ids, prompt_mask, budget_end, prefill_width):
-        """The loop on tensors: ``token_ids`` [B, L] holds the prompts (``prompt_mask``
-        True there) and comes back with every other position generated.
-        ``budget_end`` [B]: the position after each example's last allowed new token.
-        ``prefill_width`` (a Python int) text positions are run in one prefill call."""
-        model = self.model
-        cache = model.init_cache(ops.shape(token_ids)[0], ops.shape(token_ids)[1])
-        _, cache = model.prefill(aux_ids, token_ids[:, :prefill_width], cache, prompt_mask)
-        # Per-example values travel in the loop state so that samplers that
-        # reshape the batch (beam search repeats every example) keep them aligned.
-        state = dict(cache, aux_ids=aux_ids, budget_end=budget_end)
-        index = ops.min(ops.sum(ops.cast(prompt_mask, "int32"), axis=-1))
-        stop_logits = None
-        if self.stop_token_ids:
-            # An example past its own max_new_tokens is made to emit a stop token, so
-            # the loop ends once every example is done, however long the cache is.
-            is_stop = ops.arange(model.config.vocab_size) == self.stop_token_ids[0]
-            stop_logits = ops.where(is_stop, 0.0, -1e9)[None]
-
-        def next(prompt, state, index):
-            # Run the token at index - 1 (already decided) to predict index.
-            cache_update_index = index - 1
-            token = ops.slice(prompt, [0, cache_update_index], [ops.shape(prompt)[0], 1])
-            sets = {k: v for k, v in state.items() if k not in ("aux_ids", "budget_end")}
-            written = ops.ones(ops.shape(prompt), "bool")
-            logits, sets = model.call_with_cache(state["aux_ids"], token, sets,
-                                                 cache_update_index, written)
-            logits = ops.cast(ops.squeeze(logits, axis=1), "float32")
-            if stop_logits is not None:
-                over = ops.greater_equal(index, state["budget_end"])[:, None]
-                logits = ops.where(over, stop_logits, logits)
-            return logits, None, dict(state, **sets)
-
-        return self.sampler(next=next, prompt=token_ids, cache=state, index=index,
-                            mask=prompt_mask, stop_token_ids=self.stop_token_ids or None,
-                            model=model)
+    def generate_step(self, inputs):
+        return self.model.generate_step(inputs, self.stop_token_ids or None,
+                                        sampler=self.sampler)["token_ids"]
 
     def _function(self):
         if self._compiled is None:
             self._compiled = backend.compile_function(
                 self.generate_step, list(self.model.variables) + list(self.sampler.variables),
-                jit_compile=self.jit_compile, static_argnums=(4,))
+                jit_compile=self.jit_compile)
         return self._compiled
 
     def shapes(self, lengths, max_new_tokens):
-        """``(prefill width, cache text length)`` for prompts of text ``lengths``."""
-        limit = self.model.config.max_text_length
-        m = self.pad_to_multiple_of
-        width = min(-(-int(max(lengths)) // m) * m, limit - 1)
-        return width, min(width + max_new_tokens, limit)
+        """``(rounded prompt width, buffer text length)`` for prompts of text ``lengths``."""
+        return buffer_shapes(self.model.config.max_text_length, self.pad_to_multiple_of,
+                             lengths, max_new_tokens)
 
     def generate_tokens(self, prompts, max_new_tokens=32):
-        """``(tokens [B, L], lengths [B])``: prompts and generated ids in one array, as the loop
-        left it (positions the loop never reached keep ``<pad>``)."""
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+        """``(tokens [B, L], lengths [B])``: prompts and generated text ids in one array, as
+        the loop left it (positions the loop never reached keep ``<pad>``)."""
+        check_max_new_tokens(max_new_tokens)
         prompts = check_prompts(self.model, prompts)
-        a = self.model.config.num_aux_tokens
-        width, length = self.shapes([len(p) - a for p in prompts], max_new_tokens)
-        aux, text, lengths = pad_prompts(prompts, a, width=length)
-        prompt_mask = np.arange(length)[None] < lengths[:, None]
-        budget_end = (lengths + max_new_tokens).astype(np.int32)
-        tokens = self._function()(aux, text, prompt_mask, budget_end, width)
-        return np.asarray(ops.convert_to_numpy(tokens)), lengths
+        _, length = self.shapes([len(p) - vocab.NUM_AUX for p in prompts], max_new_tokens)
+        inputs, lengths = decoding_inputs(prompts, length)
+        inputs["generation_end"] = (lengths + max_new_tokens).astype(np.int32)
+        tokens = self._function()(inputs)
+        return np.asarray(ops.convert_to_numpy(tokens))[:, vocab.NUM_AUX:], lengths
 
     def __call__(self, prompts, max_new_tokens=32):
         """:class:`Generation` of each prompt (aux + text ids, e.g. ``FormattedExample.prompt_ids``)."""
         tokens, lengths = self.generate_tokens(prompts, max_new_tokens)
-        results = []
-        for row, n in enumerate(lengths):
-            ids = tokens[row, n:n + max_new_tokens].tolist()
-            stops = [k for k, t in enumerate(ids) if t in self.stop_token_ids]
-            results.append(Generation(ids[:stops[0]] if stops else ids, bool(stops)))
-        return results
+        return split_generations(tokens, lengths, max_new_tokens, self.stop_token_ids)
+
+
+def buffer_shapes(limit, multiple, lengths, max_new_tokens):
+    """``(prompt width rounded up to multiple, prompt width + max_new_tokens)``, each capped
+    by the window ``limit``."""
+    width = min(-(-int(max(lengths)) // multiple) * multiple, limit - 1)
+    return width, min(width + max_new_tokens, limit)
+
+
+def check_max_new_tokens(max_new_tokens):
+    if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) \
+            or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
 
 
 def has_cache(model):
-    """Whether ``model`` decodes with a cache: it has the interface (``init_cache``,
-    ``prefill`` and ``call_with_cache``) and every part of it supports caching
-    (``supports_cache``; PALs do not)."""
-    return (hasattr(model, "init_cache") and hasattr(model, "prefill")
-            and hasattr(model, "call_with_cache") and getattr(model, "supports_cache", True))
+    """Whether ``model`` decodes with a cache: a nemot causal LM (KerasHub's
+    ``call_with_cache``) every part of which supports caching (``supports_cache``; PALs
+    do not)."""
+    return hasattr(model, "call_with_cache") and getattr(model, "supports_cache", False)
 
 
 def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, **kwargs):
     """Generated ids (lists, stop token excluded) of every prompt.
 
-    A model with a key/value cache (:func:`has_cache`: NeMoT, and any model with
-    the same ``init_cache``/``call_with_cache`` interface) runs the cached loop of
-    :class:`Generator`; any other model that maps ``{"token_ids"}`` to
-    ``{"logits"}`` decodes greedily by recomputation
-    (:func:`generate_by_recomputation`). Either way an example stops at
-    ``</s>``, after ``max_new_tokens`` or at the end of the model's window
-    (``config.max_text_length`` text positions), and gets exactly the tokens it
+    A model with a key/value cache (:func:`has_cache`) runs its ``generate_step``: with
+    ``sampler=None`` and no other settings, the model's own compiled generation function
+    (KerasHub's ``make_generate_function``: the sampler of its ``compile``, greedy unless
+    set; traced once per buffer shape and kept with the model), else a
+    :class:`Generator`. Any other model that maps ``{"token_ids"}`` to ``{"logits"}``
+    decodes greedily by recomputation (:func:`generate_by_recomputation`). Either way an
+    example stops at ``</s>``, after ``max_new_tokens`` or at the end of the model's
+    window (``config.max_text_length`` text positions), and gets exactly the tokens it
     would get alone.
 
     Args:
         model: the model.
         prompts: lists of aux + text ids (``FormattedExample.prompt_ids``).
         max_new_tokens: most tokens generated per prompt.
-        sampler: ``keras_hub.samplers`` sampler or name; ``None`` = greedy (the
-            only choice without a cache).
+        sampler: ``keras_hub.samplers`` sampler or name; ``None`` = the model's (greedy,
+            the only choice without a cache).
         batch_size: prompts per model call (default all at once).
         **kwargs: more :class:`Generator` arguments (cached models only).
     """
@@ -313,16 +328,37 @@ def generate(model, prompts, max_new_tokens=32, sampler=None, batch_size=None, *
         if not (sampler in (None, "greedy") or type(sampler).__name__ == "GreedySampler"):
             raise ValueError(f"{type(model).__name__} has no key/value cache; only greedy "
                              f"decoding (sampler=None) is available for it, got {sampler!r}")
-        forward = compiled_forward(model) if backend.name() == "jax" else model
+        forward = CompiledForward(model) if backend.name() == "jax" else model
         return [ids for batch in batches
                 for ids in generate_by_recomputation(forward, batch, max_new_tokens)]
-    generator = cached_generator(model, sampler, **kwargs)
+    if sampler is None and not kwargs and hasattr(model, "make_generate_function"):
+        run = _model_generation(model, max_new_tokens)
+    else:
+        run = Generator(model, sampler, **kwargs)
     out = []
     for batch in batches:
         # A short last batch is filled up with copies so that it reuses the compiled loop.
         filled = batch + [batch[0]] * (size - len(batch))
-        out += [g.ids for g in generator(filled, max_new_tokens)[:len(batch)]]
+        out += [g.ids for g in run(filled, max_new_tokens)[:len(batch)]]
     return out
+
+
+def _model_generation(model, max_new_tokens):
+    """Generations of id prompts through the model's own compiled ``generate_step``."""
+    check_max_new_tokens(max_new_tokens)
+    stop = (vocab.END_ID,)
+
+    def run(prompts, max_new_tokens):
+        prompts = check_prompts(model, prompts)
+        _, length = buffer_shapes(model.config.max_text_length, 64,
+                                  [len(p) - vocab.NUM_AUX for p in prompts], max_new_tokens)
+        inputs, lengths = decoding_inputs(prompts, length)
+        inputs["generation_end"] = (lengths + max_new_tokens).astype(np.int32)
+        outputs = model.make_generate_function()(inputs, stop_token_ids=stop)
+        tokens = np.asarray(ops.convert_to_numpy(outputs["token_ids"]))[:, vocab.NUM_AUX:]
+        return split_generations(tokens, lengths, max_new_tokens, stop)
+
+    return run
 
 
 class CompiledForward:
@@ -331,9 +367,9 @@ class CompiledForward:
     are read when it runs (later weights are seen). :func:`generate` decodes a model
     without a cache through it on JAX, where an uncompiled call dispatches (and at first
     use compiles) every operation on its own: a tiny NeMoT hosting PALs decoded 4 tokens
-    in 12.2 s that way and in 2.0 s compiled (2026-11-27, 2 CPU cores). TensorFlow's
-    eager calls are cheap, and a trace would cost more than a short generation: there
-    the model is called as it is. ``jit_compile``: XLA on TensorFlow (JAX always)."""
+    in 12.2 s that way and in 2.0 s compiled (2 CPU cores). TensorFlow's eager calls are
+    cheap, and a trace would cost more than a short generation: there the model is called
+    as it is. ``jit_compile``: XLA on TensorFlow (JAX always)."""
 
     def __init__(self, model, jit_compile=True):
         self.config = model.config
@@ -345,15 +381,6 @@ class CompiledForward:
         if training:
             raise ValueError("CompiledForward runs inference only (training=False)")
         return {"logits": self._logits(inputs["token_ids"])}
-
-
-def compiled_forward(model):
-    """The :class:`CompiledForward` of ``model``, made once and kept with it (as
-    :func:`cached_generator` keeps its generators)."""
-    kept = vars(model).setdefault("_nemot_generators", {})
-    if "forward" not in kept:
-        kept["forward"] = CompiledForward(model)
-    return kept["forward"]
 
 
 def generate_by_recomputation(model, prompts, max_new_tokens=32, stop_token_ids=(vocab.END_ID,)):
@@ -374,8 +401,7 @@ def generate_by_recomputation(model, prompts, max_new_tokens=32, stop_token_ids=
     Returns:
         A list of generated id lists.
     """
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    check_max_new_tokens(max_new_tokens)
     prompts = check_prompts(model, prompts)
     a = model.config.num_aux_tokens
     aux, text, lengths = pad_prompts(prompts, a)
@@ -430,26 +456,6 @@ def logits_at(logits, positions):
     batch, width = logits.shape[0], logits.shape[1]
     rows = np.arange(batch, dtype=np.int32) * width + np.asarray(positions, np.int32)
     return ops.take(ops.reshape(logits, (batch * width, -1)), rows, axis=0)
-
-
-def cached_generator(model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_compile=None,
-                     pad_to_multiple_of=64):
-    """The :class:`Generator` of ``model`` with these settings, made once: its compiled
-    loop reads the model's variables when it runs, so later weights are used. A sampler
-    given as an object (its state is the caller's) gets a Generator of its own, kept as
-    long as the object is the model's (``NeMoTCausalLM.compile``'s sampler)."""
-    if sampler is not None and not isinstance(sampler, str) \
-            and sampler is not getattr(model, "sampler", None):
-        return Generator(model, sampler, stop_token_ids, jit_compile, pad_to_multiple_of)
-    name = sampler if sampler is None or isinstance(sampler, str) else id(sampler)
-    key = (name, tuple(int(t) for t in stop_token_ids), jit_compile, int(pad_to_multiple_of))
-    # Kept on the model itself, outside Keras' attribute tracking, so that they go with
-    # it (a Generator refers to its model: a weak-keyed table would keep both alive).
-    generators = vars(model).setdefault("_nemot_generators", {})
-    if key not in generators:
-        generators[key] = Generator(model, sampler, stop_token_ids, jit_compile,
-                                    pad_to_multiple_of)
-    return generators[key]
 
 
 def predict_labels(model, prompts, batch_size=8, pos_tagger=None):

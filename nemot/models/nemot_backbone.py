@@ -1,7 +1,7 @@
 """The NeMoT backbone (thesis chapter 3, Figure 3.1, eqs. 3.11-3.14): the network, no heads,
 no loss. The task around it is :class:`nemot.models.nemot_causal_lm.NeMoTCausalLM`.
 
-``NeMoTBackbone.call`` reads top to bottom::
+``NeMoTBackbone.forward`` reads top to bottom::
 
     aux, text   = token_ids[:, :3], token_ids[:, 3:]      # [<cls>, <mode>, <task>] + text
     v           = vanilla_set(text)                      # GPT-2, eq. 3.11
@@ -13,7 +13,8 @@ no loss. The task around it is :class:`nemot.models.nemot_causal_lm.NeMoTCausalL
 
 Per-layer modulations named in the config (PALs, HyperGrid, modulated activations:
 :mod:`nemot.modulation`) read the task index in every set and, in the output set, the
-neuromodulatory output too. Cached decoding is the task's (``call_with_cache``).
+neuromodulatory output too. The same method runs with key/value caches: the task's
+``_build_cache`` and ``call_with_cache`` (KerasHub's decoding hooks) call it with them.
 """
 
 import keras
@@ -202,23 +203,9 @@ class NeMoTBackbone(Backbone):
             pos_tags = inputs["pos_tags"] = keras.Input(shape=(None,), dtype="int32",
                                                         name="pos_tags")
         aux_ids, text_ids, text_mask, nm_mask = self.inputs_layer(token_ids)
-        tasks = aux_ids[:, vocab.TASK_POSITION]
-        conditioning = self.conditioning(tasks)
-        if self.reading_strategies is None:
-            vanilla_out = read_out = self.vanilla_set(text_ids, text_mask,
-                                                      conditioning=conditioning)
-        else:
-            vanilla_out, read_out = BackboneNode(self.run_vanilla_set, name="vanilla_reading")(
-                text_ids, text_mask, pos_tags, conditioning=conditioning)
-        nm_out = self.neuromodulatory_set(self.nm_input(aux_ids, read_out), nm_mask,
-                                          conditioning=conditioning)
-        gates, x_gate = self.gate(nm_out, read_out)
-        y = self.output_set(x_gate, tasks, text_mask, conditioning={
-            **conditioning, "context": gates[:, vocab.TASK_POSITION],
-            "context_tokens": gates[:, vocab.NUM_AUX:]})
-        super().__init__(inputs=inputs, outputs={"hidden_states": y,
-                                                 "vanilla_hidden_states": vanilla_out,
-                                                 "gates": gates},
+        outputs = self.forward(aux_ids, text_ids, text_mask, nm_mask, pos_tags)
+        del outputs["cache"]
+        super().__init__(inputs=inputs, outputs=outputs,
                          dtype=dtype, **kwargs)
 
     def _build_sets(self):
@@ -271,15 +258,104 @@ class NeMoTBackbone(Backbone):
         return ops.concatenate([ops.cast(embedding(aux_ids), read_out.dtype), read_out],
                                axis=1)
 
+    def forward(self, aux_ids, text_ids, text_mask, nm_mask, pos_tags=None, cache=None,
+                cache_update_index=0, training=None):
+        """The network, eqs. 3.11-3.14, with or without key/value caches: the functional
+        graph, the prefill of cached decoding and each decoding step all run this.
+
+        Args:
+            aux_ids: int [batch, 3], ``[<cls>, <mode>, <task>]``.
+            text_ids: int [batch, q], the text positions of this pass.
+            text_mask, nm_mask: the attention masks of the text queries and of the
+                neuromodulatory set's queries (:func:`text_masks`).
+            pos_tags: int [batch, q] POS ids, with the highlighting reading strategy.
+            cache: None (no cache), or from :meth:`init_cache`. The auxiliary tokens run
+                through the neuromodulatory set in this pass unless the cache already
+                holds their result (``"task_context"``, written by the pass that ran them).
+            cache_update_index: the text position of ``text_ids[:, 0]``.
+
+        Returns:
+            A dict: ``"hidden_states"`` [batch, q, d] (the output set's),
+            ``"vanilla_hidden_states"`` [batch, q, d] (what the vanilla head reads),
+            ``"gates"`` [batch, 3 + q, d] ([batch, q, d] when the auxiliary tokens are
+            cached) and ``"cache"`` (None without one).
+        """
+        caching = cache is not None
+        aux_cached = caching and "task_context" in cache
+        tasks = aux_ids[:, vocab.TASK_POSITION]
+        conditioning = self.conditioning(tasks)
+        # v = vanilla_set(text); r = reading_strategies(v) where the config puts them.
+        if self.reading_strategies is not None and isinstance(text_ids, keras.KerasTensor):
+            # The strategies reach the vanilla set as a callable, which a functional graph
+            # holds only inside a node of its own.
+            vanilla_out, read_out = BackboneNode(
+                lambda *args, **kwargs: self.run_vanilla_set(*args, **kwargs)[:2],
+                name="vanilla_reading")(text_ids, text_mask, pos_tags, conditioning=conditioning)
+            vanilla_cache = None
+        else:
+            vanilla_out, read_out, vanilla_cache = self.run_vanilla_set(
+                text_ids, text_mask, pos_tags, cache=cache["vanilla"] if caching else None,
+                cache_update_index=cache_update_index, training=training,
+                conditioning=conditioning)
+        # nm = neuromodulatory_set([aux embeddings ; r]) (the aux part once, when caching).
+        nm_in = read_out if aux_cached else self.nm_input(aux_ids, read_out)
+        nm = self.neuromodulatory_set(
+            nm_in, nm_mask, cache=cache["neuromodulatory"] if caching else None,
+            cache_update_index=vocab.NUM_AUX + cache_update_index if aux_cached else 0,
+            training=training, conditioning=conditioning)
+        nm_out, nm_cache = nm if caching else (nm, None)
+        # gates = sigmoid(Drop(nm)); x = gates[:, 3:] * r.
+        gates, x_gate = self.gate(nm_out, read_out, training=training)
+        task_context = cache["task_context"] if aux_cached else gates[:, vocab.TASK_POSITION]
+        conditioning.update(context=task_context,
+                            context_tokens=gates if aux_cached else gates[:, vocab.NUM_AUX:])
+        # y = output_set[task](x), per example.
+        y = self.output_set(x_gate, tasks, text_mask,
+                            cache=cache["output"] if caching else None,
+                            cache_update_index=cache_update_index, training=training,
+                            conditioning=conditioning)
+        y, output_cache = y if caching else (y, None)
+        new_cache = None
+        if caching:
+            new_cache = {"vanilla": vanilla_cache, "neuromodulatory": nm_cache,
+                         "output": output_cache,
+                         "task_context": ops.cast(task_context, cache["vanilla"].dtype)}
+        return {"hidden_states": y, "vanilla_hidden_states": vanilla_out, "gates": gates,
+                "cache": new_cache}
+
+    def init_cache(self, batch_size, text_length, dtype=None):
+        """Empty key/value caches of the three sets for ``text_length`` text positions
+        (:meth:`forward` adds ``"task_context"`` when it runs the auxiliary tokens)."""
+        cfg = self.config
+        dtype = dtype or self.compute_dtype
+        head_dim = cfg.d_model // cfg.num_heads
+
+        def zeros(*layers, length):
+            return ops.zeros((batch_size, *layers, 2, length, cfg.num_heads, head_dim), dtype)
+
+        return {
+            "vanilla": zeros(cfg.num_vanilla_layers, length=text_length),
+            "neuromodulatory": zeros(cfg.num_nm_layers, length=vocab.NUM_AUX + text_length),
+            "output": zeros(cfg.num_output_blocks, cfg.num_output_layers, length=text_length),
+        }
+
+    def decoding_masks(self, text_valid, query_start, query_length, cache):
+        """The masks of a cached pass over the text queries ``[query_start, +query_length)``
+        (decoding runs ``<dec>`` prompts only); the NM set's queries include the auxiliary
+        tokens until the cache holds their result."""
+        is_enc = ops.zeros((ops.shape(text_valid)[0],), "bool")
+        return text_masks(text_valid, is_enc, query_start, query_length, vocab.NUM_AUX,
+                          with_aux="task_context" not in cache)
+
     def run_vanilla_set(self, text_ids, attention_mask, pos_tags=None, cache=None,
                         cache_update_index=0, training=None, conditioning=None):
         """The vanilla set with the reading strategies where the config puts them.
 
-        Returns ``(vanilla_out, read_out)`` (and the cache, given one): ``read_out`` is
-        what the NM set and the gate read. At ``"vanilla_output"`` (thesis) it is
-        ``strategies(vanilla_out)`` while the vanilla head keeps the vanilla set's own
-        output; at ``"embeddings"`` the strategies act on the input of the first vanilla
-        layer and both outputs are the same.
+        Returns ``(vanilla_out, read_out, cache)`` (the cache None without one):
+        ``read_out`` is what the NM set and the gate read. At ``"vanilla_output"``
+        (thesis) it is ``strategies(vanilla_out)`` while the vanilla head keeps the
+        vanilla set's own output; at ``"embeddings"`` the strategies act on the input of
+        the first vanilla layer and both outputs are the same.
         """
         strategies = self.reading_strategies
 
@@ -294,7 +370,7 @@ class NeMoTBackbone(Backbone):
                                conditioning=conditioning)
         out, cache = (out, None) if cache is None else out
         read_out = out if strategies is None or at_embeddings else read(out)
-        return (out, read_out) if cache is None else (out, read_out, cache)
+        return out, read_out, cache
 
     def parameter_breakdown(self):
         """Parameters per set (``vanilla_set``, ``aux_embedding``, ``neuromodulatory_set``,

@@ -1,6 +1,7 @@
 """NeMoT as a KerasHub causal LM: :class:`NeMoTBackbone` plus the main and vanilla heads
 (thesis eq. 3.14), the combined loss (eq. 3.17), the routing rule of the output blocks in
-training, and cached decoding (KerasHub's ``call_with_cache``, ``<dec>`` mode).
+training, and cached decoding (KerasHub's ``generate_step`` and ``call_with_cache``, shared with
+the GPT-2 baseline in :mod:`nemot.models.task`; ``<dec>`` mode).
 
 Routing rule: an output block that no example of a training batch selects keeps its
 weights and its optimizer slots. Routing gives such a block a zero gradient, and Adam
@@ -15,7 +16,7 @@ from keras import ops
 from nemot import vocab
 from nemot.layers.heads import vocabulary_head
 from nemot.models.gpt2 import load_vanilla_set
-from nemot.models.nemot_backbone import NeMoTBackbone, text_masks
+from nemot.models.nemot_backbone import NeMoTBackbone
 from nemot.models.routing import masked_train_step
 from nemot.models.task import TextToTextCausalLM
 from nemot.models.weights import count_weights, transfer_weights
@@ -88,96 +89,6 @@ class NeMoTCausalLM(TextToTextCausalLM):
         blocks = [block.trainable_variables
                   for block in self.backbone.output_set.blocks.values()]
         return masked_train_step(self, super().train_step, args, selected, blocks)
-
-    # ---- cached decoding (<dec> mode; the auxiliary tokens are a cached prefix) ----
-
-    def init_cache(self, batch_size, text_length, dtype=None):
-        """Empty key/value caches of the three sets for ``text_length`` text positions."""
-        cfg = self.config
-        dtype = dtype or self.compute_dtype
-        head_dim = cfg.d_model // cfg.num_heads
-
-        def zeros(*layers, length):
-            return ops.zeros((batch_size, *layers, 2, length, cfg.num_heads, head_dim), dtype)
-
-        return {
-            "vanilla": zeros(cfg.num_vanilla_layers, length=text_length),
-            "neuromodulatory": zeros(cfg.num_nm_layers, length=vocab.NUM_AUX + text_length),
-            "output": zeros(cfg.num_output_blocks, cfg.num_output_layers, length=text_length),
-            "task_context": ops.zeros((batch_size, cfg.d_model), dtype),
-        }
-
-    def prefill(self, aux_ids, text_ids, cache, text_valid, pos_tags=None):
-        """Run the auxiliary tokens and the prompt's first text positions into the caches.
-
-        Args:
-            aux_ids: int [batch, 3] auxiliary tokens (mode ``<dec>``).
-            text_ids: int [batch, q] text positions ``[0, q)``.
-            cache: from :meth:`init_cache`.
-            text_valid: bool [batch, text_length], False at padding positions.
-            pos_tags: int [batch, q] POS category ids of ``text_ids``, needed with the
-                highlighting reading strategy.
-
-        Returns:
-            ``(logits [batch, q, vocab], cache)``.
-        """
-        backbone = self.backbone
-        tasks = aux_ids[:, vocab.TASK_POSITION]
-        is_enc = ops.equal(aux_ids[:, vocab.MODE_POSITION], vocab.ENC_ID)
-        text_mask, nm_mask = text_masks(text_valid, is_enc, 0, ops.shape(text_ids)[1],
-                                        vocab.NUM_AUX, with_aux=True)
-        conditioning = backbone.conditioning(tasks)
-        _, read_out, vanilla_cache = backbone.run_vanilla_set(
-            text_ids, text_mask, pos_tags, cache=cache["vanilla"], conditioning=conditioning)
-        nm_out, nm_cache = backbone.neuromodulatory_set(
-            backbone.nm_input(aux_ids, read_out), nm_mask, cache=cache["neuromodulatory"],
-            conditioning=conditioning)
-        gates, x_gate = backbone.gate(nm_out, read_out)
-        task_context = gates[:, vocab.TASK_POSITION]
-        conditioning.update(context=task_context, context_tokens=gates[:, vocab.NUM_AUX:])
-        y, output_cache = backbone.output_set(x_gate, tasks, text_mask, cache=cache["output"],
-                                              conditioning=conditioning)
-        return self.head(y), {"vanilla": vanilla_cache, "neuromodulatory": nm_cache,
-                              "output": output_cache,
-                              "task_context": ops.cast(task_context,
-                                                       cache["task_context"].dtype)}
-
-    def call_with_cache(self, aux_ids, text_ids, cache, cache_update_index, text_valid,
-                        pos_tags=None):
-        """Run new text positions ``[index, index + q)`` against the caches (after
-        :meth:`prefill`), as KerasHub's ``GPT2CausalLM.call_with_cache``.
-
-        Args:
-            aux_ids: int [batch, 3] auxiliary tokens (their keys are in the caches).
-            text_ids: int [batch, q] the new text tokens.
-            cache: from :meth:`prefill` (or the previous call).
-            cache_update_index: text position of ``text_ids[:, 0]``.
-            text_valid: bool [batch, text_length], False at padding positions.
-            pos_tags: as in :meth:`prefill`.
-
-        Returns:
-            ``(logits [batch, q, vocab], cache)``.
-        """
-        backbone = self.backbone
-        tasks = aux_ids[:, vocab.TASK_POSITION]
-        is_enc = ops.equal(aux_ids[:, vocab.MODE_POSITION], vocab.ENC_ID)
-        text_mask, nm_mask = text_masks(text_valid, is_enc, cache_update_index,
-                                        ops.shape(text_ids)[1], vocab.NUM_AUX, with_aux=False)
-        conditioning = backbone.conditioning(tasks)
-        _, read_out, vanilla_cache = backbone.run_vanilla_set(
-            text_ids, text_mask, pos_tags, cache=cache["vanilla"],
-            cache_update_index=cache_update_index, conditioning=conditioning)
-        nm_out, nm_cache = backbone.neuromodulatory_set(
-            read_out, nm_mask, cache=cache["neuromodulatory"],
-            cache_update_index=vocab.NUM_AUX + cache_update_index, conditioning=conditioning)
-        gates, x_gate = backbone.gate(nm_out, read_out)
-        # The NM output at the task token, kept from the prefill.
-        conditioning.update(context=cache["task_context"], context_tokens=gates)
-        y, output_cache = backbone.output_set(x_gate, tasks, text_mask, cache=cache["output"],
-                                              cache_update_index=cache_update_index,
-                                              conditioning=conditioning)
-        return self.head(y), {"vanilla": vanilla_cache, "neuromodulatory": nm_cache,
-                              "output": output_cache, "task_context": cache["task_context"]}
 
     def parameter_breakdown(self):
         """Parameters per component; ``total`` is their sum (every weight counted once).

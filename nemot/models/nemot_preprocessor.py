@@ -8,6 +8,8 @@ in that layout. The preprocessor adds the auxiliary tokens ``[<cls>, <mode>, <ta
 its ``task`` and ``mode`` and right-pads the text to ``sequence_length`` with ``<pad>``.
 """
 
+import contextlib
+
 import keras
 import numpy as np
 from keras_hub.models import CausalLMPreprocessor
@@ -18,6 +20,9 @@ from nemot.models.nemot_backbone import NeMoTBackbone
 from nemot.models.nemot_tokenizer import NeMoTTokenizer
 
 FIELDS = ("question", "passage", "options", "answer", "label")
+# Prompt widths are rounded up to a multiple of this when generate sizes the buffer from
+# max_new_tokens, so that batches of similar prompts share one compiled loop.
+PROMPT_ROUNDING = 64
 
 
 def _strings(value):
@@ -176,22 +181,70 @@ class NeMoTPreprocessor(CausalLMPreprocessor):
         return ({"token_ids": token_ids},
                 {"task_targets": task_targets, "lm_targets": lm_targets})
 
-    def generate_preprocess(self, x, sequence_length=None, task=None, mode=None):
-        """Prompt ids (auxiliary tokens + prompt, lists) of formatted prompts or fields."""
-        formatter = self.formatter(task, mode, sequence_length)
+    @contextlib.contextmanager
+    def generation_options(self, task=None, mode=None, max_new_tokens=None):
+        """Within the block, :meth:`generate_preprocess` takes these defaults (how
+        ``NeMoTCausalLM.generate`` passes its own arguments through KerasHub's)."""
+        previous = self._generation_options
+        self._generation_options = {"task": task, "mode": mode, "max_new_tokens": max_new_tokens}
+        try:
+            yield
+        finally:
+            self._generation_options = previous
+
+    _generation_options = {}
+
+    def generate_preprocess(self, x, sequence_length=None, task=None, mode=None,
+                            max_new_tokens=None):
+        """Formatted prompts (or fields) to ``{"token_ids", "padding_mask"}`` of
+        ``[batch, 3 + L]``: the auxiliary tokens, then each prompt right-padded with
+        ``<pad>``; ``padding_mask`` is True at the prompts' text (the auxiliary tokens are
+        not text). A prompt keeps at most ``L - 1`` tokens (its first and its last ones).
+
+        ``L`` is ``sequence_length`` (KerasHub's ``max_length``); else, with
+        ``max_new_tokens``, the longest prompt rounded up to 64 plus ``max_new_tokens`` (at
+        most this preprocessor's ``sequence_length``), and ``"generation_end"`` [batch]
+        gives each example's budget; else this preprocessor's ``sequence_length``.
+        """
+        options = self._generation_options
+        task = task or options.get("task")
+        mode = mode or options.get("mode")
+        max_new_tokens = max_new_tokens or options.get("max_new_tokens")
         if isinstance(x, dict):
-            examples = self._examples(x)
-            texts = [formatter.prompt_text(e) for e in examples]
+            formatter = self.formatter(task, mode)
+            texts = [formatter.prompt_text(e) for e in self._examples(x)]
         else:
+            formatter = self.formatter(task, mode)
             texts, _ = _strings(x)
-        aux = vocab.aux_ids(formatter.mode, formatter.task_token)
-        limit = formatter.max_text_length - 1
-        return [aux + truncate(ids, limit)[0]
-                for ids in self.tokenizer.tokenizer.encode_batch(texts)]
+        prompts = self.tokenizer.tokenizer.encode_batch(texts)
+        length = sequence_length
+        if length is None and max_new_tokens:
+            longest = max(len(ids) for ids in prompts)
+            length = min(-(-longest // PROMPT_ROUNDING) * PROMPT_ROUNDING + max_new_tokens,
+                         self.sequence_length)
+        length = length or self.sequence_length
+        prompts = [truncate(ids, length - 1)[0] for ids in prompts]
+        lengths = np.array([len(ids) for ids in prompts], np.int32)
+        token_ids = np.full((len(prompts), vocab.NUM_AUX + length), vocab.PAD_ID, np.int32)
+        token_ids[:, :vocab.NUM_AUX] = vocab.aux_ids(formatter.mode, formatter.task_token)
+        for row, ids in enumerate(prompts):
+            token_ids[row, vocab.NUM_AUX:vocab.NUM_AUX + len(ids)] = ids
+        positions = np.arange(length)[None]
+        padding_mask = np.concatenate([np.zeros((len(prompts), vocab.NUM_AUX), bool),
+                                       positions < lengths[:, None]], axis=1)
+        out = {"token_ids": token_ids, "padding_mask": padding_mask}
+        if max_new_tokens:
+            out["generation_end"] = lengths + np.int32(max_new_tokens)
+        return out
 
     def generate_postprocess(self, x):
-        """Texts of generated id lists (the stop token excluded)."""
-        return [self.tokenizer.tokenizer.decode(ids) for ids in x]
+        """Texts of a generation's ``{"token_ids", "padding_mask"}``: the marked positions,
+        without ``</s>`` and ``<pad>``."""
+        token_ids = np.asarray(keras.ops.convert_to_numpy(x["token_ids"]))
+        padding_mask = np.asarray(keras.ops.convert_to_numpy(x["padding_mask"]))
+        strip = (vocab.END_ID, vocab.PAD_ID)
+        return [self.tokenizer.tokenizer.decode([int(t) for t in ids[mask] if t not in strip])
+                for ids, mask in zip(token_ids, padding_mask)]
 
     def get_config(self):
         config = super().get_config()

@@ -184,43 +184,139 @@ class TextToTextCausalLM(CausalLM):
         self.test_function = _raising_python_errors(self.test_function)
         return self.test_function
 
-    # ---- generation ----
+    # ---- generation: KerasHub's generate drives these hooks ----
 
-    def generate(self, inputs, max_new_tokens=32, stop_token_ids="auto", strip_prompt=False,
-                 task=None, mode=None, sampler=None, batch_size=None):
-        """Generate from prompts: strings in, strings out (KerasHub's ``generate``).
+    def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False, *,
+                 max_new_tokens=None, task=None, mode=None):
+        """KerasHub's ``generate`` (strings in, strings out; a list, a ``tf.data.Dataset``,
+        ``max_length``, ``stop_token_ids``, ``strip_prompt``, the sampler of ``compile``),
+        with NeMoT's three additions.
 
         Args:
             inputs: a formatted prompt (``"<p1> passage <q> question <sep>"``), a list of
-                them, or a dict of fields (:class:`NeMoTPreprocessor`); without a
-                preprocessor, lists of token ids (auxiliary tokens first).
-            max_new_tokens: most tokens generated per prompt.
-            stop_token_ids: ``"auto"`` (``</s>``), None (never stop early) or ids.
-            strip_prompt: return the generated text only (default: prompt and answer,
-                as KerasHub does).
+                them, a dict of fields (:class:`NeMoTPreprocessor`) or a ``tf.data.Dataset``
+                of either; without a preprocessor, ``{"token_ids", "padding_mask"}`` of
+                ``[batch, 3 + n]`` (auxiliary tokens first, ``padding_mask`` False at them
+                and after each prompt).
+            max_length: text positions of prompt and answer together (KerasHub's meaning;
+                default: the preprocessor's ``sequence_length``).
+            max_new_tokens: most tokens generated per prompt, whatever its length (NeMoT's;
+                the buffer is then the longest prompt, rounded up to 64, plus these).
             task: the task token's name (default: the preprocessor's ``task``).
             mode: ``"dec"`` (default); cached decoding implements the decoder mask only.
-            sampler: a ``keras_hub.samplers`` sampler or its name (default: the one of
-                ``compile``, greedy unless set).
-            batch_size: prompts per compiled call (default: all at once).
         """
-        from nemot.models.generation import generate
+        from nemot.models.generation import check_generate_inputs
 
-        stop = (vocab.END_ID,) if isinstance(stop_token_ids, str) and stop_token_ids == "auto" \
-            else tuple(stop_token_ids or ())
-        single = isinstance(inputs, (str, bytes))
+        check_generate_inputs(inputs, has_preprocessor=self.preprocessor is not None)
+        if max_new_tokens is not None and (not isinstance(max_new_tokens, int)
+                                           or isinstance(max_new_tokens, bool)
+                                           or max_new_tokens < 1):
+            raise ValueError(f"max_new_tokens={max_new_tokens!r}: expected a positive int")
+        if mode not in (None, "dec"):
+            raise ValueError(f"mode={mode!r}: cached decoding implements the decoder mask only; "
+                             "expected 'dec'")
+        if max_length is not None:
+            self.backbone.check_text_length(max_length)
         if self.preprocessor is None:
-            prompts = [list(map(int, p)) for p in inputs]
+            if task is not None or mode is not None or max_new_tokens is not None:
+                raise ValueError("task, mode and max_new_tokens need a preprocessor; token ids "
+                                 "carry their own auxiliary tokens and length")
+            return super().generate(inputs, max_length, stop_token_ids, strip_prompt)
+        if task is not None:  # a clear error now for a task token no block serves
+            self.check_batch(np.array([vocab.aux_ids("dec", task) + [vocab.PAD_ID]]))
+        with self.preprocessor.generation_options(task=task, mode=mode,
+                                                  max_new_tokens=max_new_tokens):
+            return super().generate(inputs, max_length, stop_token_ids, strip_prompt)
+
+    def _build_cache(self, token_ids, padding_mask, pos_tags=None):
+        """KerasHub's hook: the caches for ``token_ids`` [batch, 3 + L], seeded with the
+        auxiliary tokens and every text position (``padding_mask`` [batch, 3 + L] True at
+        the prompts' text; ``pos_tags`` [batch, L] with highlighting). Returns
+        ``(hidden_states, cache)``."""
+        aux_ids, text_ids = token_ids[:, :vocab.NUM_AUX], token_ids[:, vocab.NUM_AUX:]
+        cache = self.backbone.init_cache(ops.shape(text_ids)[0], ops.shape(text_ids)[1])
+        _, hidden_states, cache = self._cached_pass(
+            text_ids, dict(cache, aux_ids=aux_ids), 0, padding_mask[:, vocab.NUM_AUX:],
+            pos_tags)
+        return hidden_states, cache
+
+    def call_with_cache(self, token_ids, cache, cache_update_index):
+        """KerasHub's hook: the text tokens ``token_ids`` [batch, q] at text positions
+        ``[cache_update_index, + q)`` against the caches of :meth:`_build_cache`. Returns
+        ``(logits, hidden_states, cache)``."""
+        written = ops.ones((ops.shape(token_ids)[0], ops.shape(cache["vanilla"])[3]), "bool")
+        return self._cached_pass(token_ids, cache, cache_update_index, written)
+
+    def _cached_pass(self, text_ids, cache, cache_update_index, text_valid, pos_tags=None):
+        if not self.supports_cache:
+            raise ValueError(f"{type(self.backbone).__name__} keeps no key/value cache: it "
+                             "decodes by recomputation (supports_cache is False)")
+        aux_ids = cache["aux_ids"]
+        sets = {key: value for key, value in cache.items() if key != "aux_ids"}
+        text_mask, nm_mask = self.backbone.decoding_masks(
+            text_valid, cache_update_index, ops.shape(text_ids)[1], sets)
+        out = self.backbone.forward(aux_ids, text_ids, text_mask, nm_mask, pos_tags, cache=sets,
+                                    cache_update_index=cache_update_index)
+        hidden_states = out["hidden_states"]
+        return self.head(hidden_states), hidden_states, dict(out["cache"], aux_ids=aux_ids)
+
+    def generate_step(self, inputs, stop_token_ids=None, sampler=None):
+        """KerasHub's hook: decode one batch, ``{"token_ids", "padding_mask"}`` of
+        :meth:`NeMoTPreprocessor.generate_preprocess` (``"generation_end"`` [batch], the
+        text position after each example's last allowed token, is optional), with
+        ``sampler`` (default: the one of ``compile``). A model whose modulations keep no
+        cache (PALs) recomputes the whole sequence for each token. Returns
+        ``{"token_ids", "padding_mask"}`` with the generated positions marked."""
+        sampler = self.sampler if sampler is None else sampler
+        token_ids, padding_mask = inputs["token_ids"], inputs["padding_mask"]
+        aux_ids, text_ids = token_ids[:, :vocab.NUM_AUX], token_ids[:, vocab.NUM_AUX:]
+        prompt_mask = padding_mask[:, vocab.NUM_AUX:]
+        generation_end = inputs.get("generation_end")
+        if self.supports_cache:
+            hidden_states, cache = self._build_cache(token_ids, padding_mask)
         else:
-            prompts = self.preprocessor.generate_preprocess(inputs, task=task, mode=mode)
-        ids = generate(self, prompts, max_new_tokens=max_new_tokens,
-                       sampler=sampler if sampler is not None else self.sampler,
-                       batch_size=batch_size, stop_token_ids=stop)
-        if self.preprocessor is None:
-            return ids
-        texts = self.preprocessor.generate_postprocess(
-            ids if strip_prompt else [p[vocab.NUM_AUX:] + g for p, g in zip(prompts, ids)])
-        return texts[0] if single else texts
+            hidden_states = self.backbone(token_ids, training=False)["hidden_states"]
+            cache = {"aux_ids": aux_ids}
+        if generation_end is not None:
+            cache = dict(cache, generation_end=ops.cast(generation_end, "int32"))
+        stop_logits = None
+        if stop_token_ids:
+            # An example past its own generation_end is made to emit a stop token, so the
+            # loop ends once every example is done, however long the buffer is.
+            is_stop = ops.arange(self.config.vocab_size) == stop_token_ids[0]
+            stop_logits = ops.where(is_stop, 0.0, -1e9)[None]
+
+        def next(prompt, cache, index):
+            end = cache.get("generation_end")
+            sets = {k: v for k, v in cache.items() if k != "generation_end"}
+            if self.supports_cache:
+                # Run the token at index - 1 (already decided) to predict index.
+                token = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])
+                logits, hidden, sets = self.call_with_cache(token, sets, index - 1)
+                logits, hidden = logits[:, 0], hidden[:, 0]
+            else:
+                logits, hidden = self._recomputed(sets["aux_ids"], prompt, index - 1)
+            logits = ops.cast(logits, "float32")
+            if stop_logits is not None and end is not None:
+                logits = ops.where(ops.greater_equal(index, end)[:, None], stop_logits, logits)
+            return logits, hidden, sets if end is None else dict(sets, generation_end=end)
+
+        index = ops.min(ops.sum(ops.cast(prompt_mask, "int32"), axis=-1))
+        text_ids = sampler(next=next, prompt=text_ids, cache=cache, index=index,
+                           mask=prompt_mask, stop_token_ids=stop_token_ids,
+                           hidden_states=hidden_states, model=self)
+        return {"token_ids": ops.concatenate([aux_ids, text_ids], axis=1),
+                "padding_mask": ops.concatenate(
+                    [ops.zeros(ops.shape(aux_ids), "bool"),
+                     generated_mask(text_ids, prompt_mask, stop_token_ids, generation_end)],
+                    axis=1)}
+
+    def _recomputed(self, aux_ids, text_ids, position):
+        """Main-head logits and hidden states at text ``position`` of a full pass."""
+        token_ids = ops.concatenate([aux_ids, text_ids], axis=1)
+        out = self.backbone(token_ids, training=False)
+        hidden = ops.take(out["hidden_states"], position, axis=1)
+        return self.head(hidden), hidden
 
     # ---- presets ----
 
@@ -284,6 +380,25 @@ class TextToTextCausalLM(CausalLM):
     def parameter_breakdown(self):
         """Parameters per component; ``total`` is their sum (every weight counted once)."""
         raise NotImplementedError
+
+
+def generated_mask(text_ids, prompt_mask, stop_token_ids, generation_end=None):
+    """bool [batch, L]: the prompt and the generated tokens up to and including the first
+    stop token after the prompt (KerasHub's ``padding_mask`` of a generation), and nothing
+    at or after ``generation_end``."""
+    if stop_token_ids:
+        generated = ops.logical_not(prompt_mask)
+        ends = ops.zeros(ops.shape(text_ids), "bool")
+        for stop in stop_token_ids:
+            ends = ops.logical_or(ends, ops.logical_and(generated, ops.equal(text_ids, stop)))
+        ends = ops.cast(ends, "int32")
+        mask = ops.equal(ops.cumsum(ends, axis=-1) - ends, 0)
+    else:
+        mask = ops.ones(ops.shape(text_ids), "bool")
+    if generation_end is not None:
+        positions = ops.arange(ops.shape(text_ids)[1], dtype="int32")[None]
+        mask = ops.logical_and(mask, positions < ops.cast(generation_end, "int32")[:, None])
+    return mask
 
 
 def _raising_python_errors(function):

@@ -99,14 +99,16 @@ def test_cached_decoding_equal(models):
     fused, unfused = models
     prompts = [[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("gqa"), 11, 12, 13, 14],
                [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("lm")] + list(range(20, 31))]
-    aux = np.array([p[:3] for p in prompts[1:]], "int32")
     text = np.array([p[3:] for p in prompts[1:]], "int32")
+    buffer = np.full((1, 3 + 16), vocab.PAD_ID, "int32")
+    buffer[0, :3 + text.shape[1]] = prompts[1]
+    prompt_mask = np.arange(3 + 16)[None] - 3 < text.shape[1]
+    prompt_mask[:, :3] = False
     logits = []
     for model in models:
-        cache = model.init_cache(1, 16)
-        valid = np.arange(16)[None] < text.shape[1]
-        step, cache = model.prefill(aux, text, cache, valid)
-        nxt, _ = model.call_with_cache(aux, text[:, -1:], cache, text.shape[1], valid)
+        hidden, cache = model._build_cache(buffer, prompt_mask)
+        step = model.head(hidden[:, :text.shape[1]])
+        nxt, _, _ = model.call_with_cache(text[:, -1:], cache, text.shape[1])
         logits += [np.concatenate([ops.convert_to_numpy(step), ops.convert_to_numpy(nxt)], 1)]
     np.testing.assert_allclose(logits[0], logits[1], atol=1e-5)
     assert generate(fused, prompts, max_new_tokens=5, stop_token_ids=()) == \

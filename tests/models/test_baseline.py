@@ -103,16 +103,15 @@ def test_baseline_cached_decoding_equals_recomputation(baseline):
     x = {"token_ids": with_aux(text)}
     full = baseline(x)["logits"].numpy()
     n = 8
-    cache = baseline.init_cache(1, n)
-    valid = np.zeros((1, n), bool)
-    valid[0, :7] = True
-    aux = np.asarray([AUX], "int32")
-    logits, cache = baseline.prefill(aux, text[:, :4], cache, valid)
-    np.testing.assert_allclose(logits.numpy(), full[:, :4], atol=1e-5)
+    buffer = np.zeros((1, 3 + n), "int32")
+    buffer[:, :3 + 7] = with_aux(text)
+    prompt_mask = np.zeros((1, 3 + n), bool)
+    prompt_mask[0, 3:3 + 4] = True  # the cache is seeded with the first four positions
+    hidden, cache = baseline._build_cache(buffer, prompt_mask)
+    np.testing.assert_allclose(np.asarray(baseline.head(hidden))[:, :4], full[:, :4], atol=1e-5)
     for index in range(4, 7):
-        logits, cache = baseline.call_with_cache(aux, text[:, index:index + 1], cache, index,
-                                                 valid)
-        np.testing.assert_allclose(logits.numpy()[:, 0], full[:, index], atol=1e-5)
+        logits, _, cache = baseline.call_with_cache(text[:, index:index + 1], cache, index)
+        np.testing.assert_allclose(np.asarray(logits)[:, 0], full[:, index], atol=1e-5)
 
 
 def test_baseline_is_serialisable(baseline, tmp_path):

@@ -195,9 +195,9 @@ def test_cached_prefill_matches_the_full_forward_pass(with_both, position):
     full, _ = run(model)
     ids = x["token_ids"]
     valid = ids[:, 3:] != PAD
-    cache = model.init_cache(2, CFG.max_text_length)
-    logits, _ = model.prefill(ids[:, :3], ids[:, 3:], cache, valid, pos_tags=x["pos_tags"])
-    logits = np.asarray(logits)
+    prompt_mask = np.concatenate([np.zeros((2, 3), bool), valid], axis=1)
+    hidden, _ = model._build_cache(ids, prompt_mask, pos_tags=x["pos_tags"])
+    logits = np.asarray(model.head(hidden))
     for row in range(2):
         n = valid[row].sum()
         np.testing.assert_allclose(logits[row, :n], full[row, :n], atol=1e-4)

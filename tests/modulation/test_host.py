@@ -187,12 +187,12 @@ def test_cached_decoding_passes_the_conditioning(tmp_path):
         w.assign(np.random.default_rng(0).normal(0, 0.5, w.shape).astype("float32"))
     prompt = list(ids(["gqa"])[0, :6])
     full = logits(model, np.array([prompt]))[0, -1]
-    cache = model.init_cache(1, 8)
-    valid = np.zeros((1, 8), bool)
-    valid[0, :3] = True
-    aux = np.array([prompt[:3]], "int32")
-    step, cache = model.prefill(aux, np.array([prompt[3:5]], "int32"), cache, valid)
-    step, cache = model.call_with_cache(aux, np.array([prompt[5:6]], "int32"), cache, 2, valid)
+    buffer = np.full((1, 3 + 8), vocab.PAD_ID, "int32")
+    buffer[0, :5] = prompt[:5]
+    prompt_mask = np.zeros((1, 3 + 8), bool)
+    prompt_mask[0, 3:5] = True
+    _, cache = model._build_cache(buffer, prompt_mask)
+    step, _, cache = model.call_with_cache(np.array([prompt[5:6]], "int32"), cache, 2)
     np.testing.assert_allclose(np.asarray(step)[0, -1], full, atol=1e-5)
 
 

@@ -456,13 +456,12 @@ def test_nemot_hosts_hypergrid_trains_a_step_and_decodes_with_the_cache():
     # Cached decoding, one token at a time, gives the uncached logits at every position.
     tokens = ids(["gqa"])[:, :7]
     full = np.asarray(model({"token_ids": tokens}, training=False)["logits"])[0]
-    cache = model.init_cache(1, 4)
-    valid = np.ones((1, 4), bool)
-    step, cache = model.prefill(tokens[:, :3], tokens[:, 3:4], cache, valid)
-    np.testing.assert_allclose(np.asarray(step)[0, 0], full[0], atol=1e-5)
+    prompt_mask = np.arange(7)[None] == 3  # the first text position
+    hidden, cache = model._build_cache(tokens, prompt_mask)
+    np.testing.assert_allclose(np.asarray(model.head(hidden))[0, 0], full[0], atol=1e-5)
     for position in range(1, 4):
-        step, cache = model.call_with_cache(tokens[:, :3], tokens[:, 3 + position:4 + position],
-                                            cache, position, valid)
+        step, _, cache = model.call_with_cache(tokens[:, 3 + position:4 + position], cache,
+                                               position)
         np.testing.assert_allclose(np.asarray(step)[0, 0], full[position], atol=1e-5)
 
 

@@ -271,9 +271,9 @@ def test_cached_decoding_of_a_pal_model_is_refused_clearly():
     spec = {"kind": "pals", "sets": ["vanilla"], "hidden_size": 8, "num_heads": 2}
     model = nemot.build_model(TINY.replace(modulation=[spec]))
     prompt = nemot_ids(["gqa"])[:, :6]
-    cache = model.init_cache(1, 8)
-    with pytest.raises(ValueError, match="keep no key/value cache; run this model without one"):
-        model.prefill(prompt[:, :3], prompt[:, 3:], cache, np.ones((1, 8), bool))
+    with pytest.raises(ValueError, match="keeps no key/value cache: it decodes by "
+                                         "recomputation"):
+        model._build_cache(prompt, np.ones(prompt.shape, bool))
 
 
 def test_bad_options_are_named():
