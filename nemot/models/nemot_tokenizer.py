@@ -67,6 +67,7 @@ class NeMoTTokenizer(KerasHubTokenizer):
         self.set_files(vocabulary, merges)
         self._add_special_token("</s>", "end_token")
         self._add_special_token("<pad>", "pad_token")
+        self.built = True  # no weights (Keras' quantize visits every layer of the task)
 
     def set_files(self, vocabulary=None, merges=None):
         """Read the GPT-2 vocabulary and merges (both None: nemot's default files)."""
