@@ -181,7 +181,7 @@ class TextToTextCausalLM(CausalLM):
         than as TensorFlow's ``OpError`` (:func:`nemot.data.tf_errors.python_errors`)."""
         if self.train_function is not None and not force:
             return self.train_function
-        self.freeze_heads_under_lora()
+        self._heads_follow_lora()
         if not self.optimizer.built:
             # Slots made before the step is traced: the routing rule reads them as it is
             # traced, and a step that made them would be traced twice (~20 s of a CPU for
@@ -191,7 +191,7 @@ class TextToTextCausalLM(CausalLM):
         self.train_function = _raising_python_errors(self.train_function)
         return self.train_function
 
-    def freeze_heads_under_lora(self):
+    def _heads_follow_lora(self):
         """The heads train as GPT-2's head (its token embedding) does: once the backbone
         trains LoRA kernels only (KerasHub's ``backbone.enable_lora``), the heads' own
         weights are frozen too (LoRA kernels of their own, if enabled, train)."""
