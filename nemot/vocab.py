@@ -102,6 +102,17 @@ def aux_ids(mode, task):
     return [CLS_ID, mode_id(mode), task_token_id(block_name(task))]
 
 
+def check_id_range(ids, vocab_size, where="token_ids"):
+    """Raise ``ValueError`` naming the first id outside ``[0, vocab_size)`` (an embedding
+    would read another row, or fail, depending on the device)."""
+    ids = np.asarray(ids)
+    if ids.size == 0 or (ids.min() >= 0 and ids.max() < vocab_size):
+        return
+    index = tuple(int(i) for i in np.argwhere((ids < 0) | (ids >= vocab_size))[0])
+    raise ValueError(f"{where}: id {int(ids[index])} at index {list(index)}; expected ids in "
+                     f"[0, {vocab_size}) (the model's vocab_size)")
+
+
 def check_aux_tokens(aux, blocks, where="input", modes=MODES):
     """Raise ``ValueError`` unless every row of ``aux`` is ``[<cls>, <mode>, <task>]``
     with a mode among ``modes`` and the task token of one of ``blocks``.

@@ -70,6 +70,17 @@ class VocabularyHead(keras.layers.Dense):
             return self.activation(logits)
         return super().call(inputs, training=training)[..., :self.vocab_size]
 
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Dense's: the kernel, padded columns included, quantizes as a Dense kernel
+        (Keras quantizes a subclass of Dense only when it says it can)."""
+        super().quantize(mode, type_check=False, config=config)
+
+    def quantized_call(self, inputs, training=None):
+        """Dense's quantized product (Keras calls it instead of ``call`` once quantized),
+        the first ``vocab_size`` logits."""
+        logits = super().quantized_call(inputs, training=training)
+        return logits if self.padded_size == self.vocab_size else logits[..., :self.vocab_size]
+
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], self.vocab_size)
 

@@ -27,9 +27,11 @@ from pathlib import Path
 import keras
 import numpy as np
 from keras import ops
+from keras_hub.models import GPT2Backbone
 
 from nemot import vocab
 from nemot.config import NeMoTConfig
+from nemot.keras_internals import preset_config
 from nemot.models.weights import load_uncompiled
 
 # Vanilla-set sizes of the GPT-2 models (NeMoTConfig fields, on top of the thesis preset).
@@ -46,11 +48,9 @@ NEW_ROW_STDDEV = 0.02
 
 # ---------------------------------------------------------------- reading a checkpoint
 
-def _preset_loader(source):
-    """KerasHub's loader of ``source`` (reads config.json only) and the source as str."""
-    from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
-    from keras_hub.src.utils.preset_utils import get_preset_loader
-
+def _preset_config(source):
+    """``(config, from_transformers)`` of a GPT-2 preset, read from its config.json only
+    (:func:`nemot.keras_internals.preset_config`), and the source as str."""
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"gpt2={source!r}: expected a preset name or a directory path")
     source = str(source)
@@ -62,19 +62,25 @@ def _preset_loader(source):
     if is_dir and not os.path.isfile(os.path.join(source, "config.json")):
         raise FileNotFoundError(f"{source}: no config.json; expected a Hugging Face GPT-2 "
                                 "checkpoint directory or a KerasHub preset directory")
-    loader = get_preset_loader(source)
-    backbone_class = loader.check_backbone_class()
+    try:
+        config, backbone_class, from_transformers = preset_config(source)
+    except OSError as error:  # requests' ConnectionError is one
+        if is_dir:
+            raise
+        raise ConnectionError(
+            f"gpt2={source!r}: a KerasHub preset name or handle is downloaded, and the "
+            f"download failed (offline?): {type(error).__name__}. Offline, give a Hugging "
+            "Face GPT-2 checkpoint directory or a KerasHub preset directory") from error
     if backbone_class is not GPT2Backbone:
-        found = loader.config.get("model_type", getattr(backbone_class, "__name__", backbone_class))
+        found = config.get("model_type", getattr(backbone_class, "__name__", backbone_class))
         raise ValueError(f"{source}/config.json: model is {found!r}; expected GPT-2 "
                          "(model_type 'gpt2' or a KerasHub GPT2Backbone preset)")
-    return loader, source
+    return config, from_transformers, source
 
 
 def _hf_sizes(source, hf):
-    """Checks of the Hugging Face config fields KerasHub's converter assumes."""
-    from keras_hub.src.utils.transformers import convert_gpt2
-
+    """Checks of the Hugging Face config fields GPT-2's layout assumes, and the
+    ``GPT2Backbone`` arguments of the checkpoint."""
     config_file = os.path.join(source, "config.json")
     n_inner = hf.get("n_inner")
     if n_inner is not None and not (isinstance(n_inner, int) and n_inner > 0):
@@ -90,10 +96,12 @@ def _hf_sizes(source, hf):
         raise FileNotFoundError(
             f"{source}: no model.safetensors (or model.safetensors.index.json); only "
             "safetensors weights are read (convert a pytorch_model.bin with safetensors)")
-    kwargs = convert_gpt2.convert_backbone_config(hf)
     # KerasHub's converter assumes 4 * n_embd; Hugging Face's n_inner (written by
     # export_vanilla_set for any d_ff) is the feed-forward width when set.
-    kwargs["intermediate_dim"] = n_inner or kwargs["intermediate_dim"]
+    kwargs = dict(vocabulary_size=hf["vocab_size"], num_layers=hf["n_layer"],
+                  num_heads=hf["n_head"], hidden_dim=hf["n_embd"],
+                  intermediate_dim=n_inner or 4 * hf["n_embd"],
+                  max_sequence_length=hf["n_positions"])
     return kwargs, hf.get("layer_norm_epsilon", 1e-5)
 
 
@@ -113,13 +121,11 @@ def gpt2_sizes(source):
         >>> gpt2_sizes("gpt2_medium_en")["d_model"]
         1024
     """
-    from keras_hub.src.utils.transformers.preset_loader import TransformersPresetLoader
-
-    loader, source = _preset_loader(source)
-    if isinstance(loader, TransformersPresetLoader):
-        kwargs, epsilon = _hf_sizes(source, loader.config)
+    config, from_transformers, source = _preset_config(source)
+    if from_transformers:
+        kwargs, epsilon = _hf_sizes(source, config)
     else:
-        kwargs, epsilon = loader.config["config"], 1e-5  # GPT2Backbone's fixed epsilon
+        kwargs, epsilon = config["config"], 1e-5  # GPT2Backbone's fixed epsilon
     return {
         "d_model": kwargs["hidden_dim"], "num_heads": kwargs["num_heads"],
         "d_ff": kwargs["intermediate_dim"], "num_vanilla_layers": kwargs["num_layers"],
@@ -210,8 +216,6 @@ def _copy(source_variable, target_variable):
 
 def load_gpt2_backbone(source):
     """KerasHub's ``GPT2Backbone`` with the checkpoint's weights (any supported source)."""
-    from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
-
     sizes = gpt2_sizes(source)
     return GPT2Backbone.from_preset(str(source), intermediate_dim=sizes["d_ff"])
 
@@ -280,8 +284,6 @@ def export_vanilla_set(model, out_dir):
         >>> export_vanilla_set("checkpoints/nemot.keras", "gpt2_from_nemot")
     """
     import warnings
-
-    from keras_hub.src.models.gpt2.gpt2_backbone import GPT2Backbone
 
     if isinstance(model, (str, os.PathLike)):
         if Path(model).suffix != ".keras":

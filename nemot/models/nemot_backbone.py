@@ -87,12 +87,14 @@ class TextToTextInputs(keras.layers.Layer):
         self.reads_aux_tokens = reads_aux_tokens
 
     def call(self, token_ids):
+        self.check_rank(token_ids.shape)
         token_ids = ops.cast(token_ids, "int32")
         # A gather of fixed positions tells shape inference (and model.summary()) there are
         # NUM_AUX of them, under TensorFlow's unknown and JAX's symbolic sequence lengths.
         aux_ids = ops.take(token_ids, list(range(vocab.NUM_AUX)), axis=1)
         text_ids = token_ids[:, vocab.NUM_AUX:]
         self.check_text_length(text_ids.shape[1])
+        self.check_id_range(token_ids)
         if self.reads_aux_tokens:
             self.check_aux_tokens(aux_ids)
             is_enc = ops.equal(aux_ids[:, vocab.MODE_POSITION], vocab.ENC_ID)
@@ -108,6 +110,20 @@ class TextToTextInputs(keras.layers.Layer):
         aux = concrete(aux_ids)
         if aux is not None:
             vocab.check_aux_tokens(aux, self.config.output_blocks, where=where, modes=modes)
+
+    @staticmethod
+    def check_rank(shape):
+        """A clear error for ids that are not a batch of rows."""
+        if len(shape) != 2:
+            raise ValueError(f"token_ids: shape {tuple(shape)}; expected [batch, 3 + n] ids "
+                             "(a dataset of single examples: batch it first, "
+                             "dataset.batch(batch_size))")
+
+    def check_id_range(self, token_ids):
+        """A clear error for an id outside the vocabulary (eager values, as above)."""
+        ids = concrete(token_ids)
+        if ids is not None:
+            vocab.check_id_range(ids, self.config.vocab_size)
 
     def check_text_length(self, text_length):
         """A clear error for more text positions than the learned position table has
@@ -125,7 +141,9 @@ class TextToTextInputs(keras.layers.Layer):
 
     def check_batch(self, token_ids):
         """The ``ValueError`` of calling the model, for concrete token ids [batch, 3 + n]."""
+        self.check_rank(np.shape(token_ids))
         self.check_text_length(np.shape(token_ids)[1] - vocab.NUM_AUX)
+        vocab.check_id_range(token_ids, self.config.vocab_size)
         if self.reads_aux_tokens:
             self.check_aux_tokens(token_ids)
 

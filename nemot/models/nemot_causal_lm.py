@@ -84,6 +84,7 @@ class NeMoTCausalLM(TextToTextCausalLM):
         """Keras's train step (``(data)``, or ``(state, data)`` on JAX) with the routing
         rule: the blocks no example of the (global) batch selects keep weights and slots."""
         x, _, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
+        self.backbone.inputs_layer.check_rank(x["token_ids"].shape)
         tasks = ops.cast(x["token_ids"], "int32")[:, vocab.TASK_POSITION]
         selected = ops.any(self.backbone.output_set.selection(tasks), axis=0)
         blocks = [block.trainable_variables

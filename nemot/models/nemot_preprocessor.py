@@ -77,6 +77,7 @@ class NeMoTPreprocessor(CausalLMPreprocessor):
         self.task = task
         self.mode = mode
         self.mqa_mode = mqa_mode
+        self.built = True  # no weights (Keras' quantize visits every layer of the task)
 
     def build(self, input_shape=None):
         self.built = True
@@ -130,11 +131,16 @@ class NeMoTPreprocessor(CausalLMPreprocessor):
 
     def _call_in_graph(self, x, length):
         """The Python formatter inside a ``tf.data`` pipeline (KerasHub's ``fit`` maps
-        the preprocessor over a dataset): one ``tf.numpy_function`` per batch."""
+        the preprocessor over a dataset): one ``tf.numpy_function`` per batch. One
+        example gives unbatched outputs, as GPT-2's preprocessor does."""
         import tensorflow as tf
 
         keys = sorted(x) if isinstance(x, dict) else None
         tensors = [x[k] for k in keys] if keys else [x]
+        if tensors[0].shape.rank == 0:  # one example (an unbatched dataset): as a batch of one
+            batched = self._call_in_graph({k: v[None] for k, v in x.items()} if keys
+                                          else x[None], length)
+            return tf.nest.map_structure(lambda t: t[0], batched)
 
         def run(*values):
             values = [np.array([v.decode("utf-8") if isinstance(v, bytes) else v

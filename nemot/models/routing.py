@@ -15,42 +15,21 @@ copied before Keras's step and restored after it where unselected (under
 ``tf.distribute``, in the cross-replica context, each device's copy by itself).
 """
 
-import collections.abc
-
-import keras
 from keras import ops
 
 from nemot import backend
 from nemot.backend import global_sum
-
-
-def slot_lists(optimizer):
-    """The optimizer's per-variable slot lists (Adam: momentums and velocities): its list
-    attributes that hold one variable of the same shape, or None, per variable it was
-    built for."""
-    variables = optimizer._trainable_variables
-    shapes = [tuple(v.shape) for v in variables]
-    found = []
-    for value in vars(optimizer).values():
-        if (value is variables or not isinstance(value, collections.abc.Sequence)
-                or isinstance(value, str) or len(value) != len(variables)):
-            continue
-        if all(s is None or (isinstance(s, keras.Variable) and tuple(s.shape) == shape)
-               for s, shape in zip(value, shapes)) and any(s is not None for s in value):
-            found.append(value)
-    return found
+from nemot.keras_internals import optimizer_slots
 
 
 def _guarded(model, blocks):
     """``[(block index, variable)]``: the blocks' trainable variables and their slots."""
     optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)
-    slots = slot_lists(optimizer)
+    slots = optimizer_slots(optimizer, model.trainable_variables)
     out = []
     for block, variables in enumerate(blocks):
         for variable in variables:
-            index = optimizer._get_variable_index(variable)
-            out += [(block, variable)] + [(block, s[index]) for s in slots
-                                          if s[index] is not None]
+            out += [(block, variable)] + [(block, s) for s in slots.get(id(variable), {}).values()]
     return out
 
 

@@ -226,11 +226,9 @@ def from_hugging_face(source, dropout=0.1):
     import keras_hub
 
     config = _hf_config(source)
-    from keras_hub.src.utils.keras_utils import gelu_approximate
-
     sizes = _hf_sizes(config)
-    # HF's gated-gelu is the tanh GELU
-    activation = gelu_approximate if sizes["use_gated_activation"] else "relu"
+    # HF's gated-gelu is the tanh GELU (KerasHub's own, as its T5 presets save it)
+    activation = keras.saving.get_registered_object("keras_hub>gelu_approximate") if sizes["use_gated_activation"] else "relu"
     backbone = keras_hub.models.T5Backbone(
         **sizes, dropout=dropout, activation=activation,
         layer_norm_epsilon=config.get("layer_norm_epsilon", 1e-6))

@@ -9,6 +9,8 @@ inputs (``{"token_ids"}`` with ``{"task_targets", "lm_targets"}``) are checked a
 as they are.
 """
 
+import contextlib
+import json
 import os
 
 import keras
@@ -125,6 +127,17 @@ class TextToTextCausalLM(CausalLM):
             total = total + ops.sum(self.losses) * scale
         return total
 
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras's, with the metrics of ``compile`` on the main head: its logits against
+        the task targets, the positions that do not count given as ``<pad>`` with weight
+        0 (as GPT-2's padding)."""
+        counts = ops.not_equal(y["task_targets"], vocab.IGNORE_ID)
+        weight = ops.cast(counts, "float32")
+        if sample_weight is not None:
+            weight = weight * ops.cast(sample_weight, "float32")
+        return super().compute_metrics(x, ops.where(counts, y["task_targets"], vocab.PAD_ID),
+                                       y_pred["logits"], sample_weight=weight)
+
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """Formatted examples through the preprocessor; token ids checked and passed on."""
         if isinstance(x, dict) and "token_ids" in x:
@@ -156,6 +169,7 @@ class TextToTextCausalLM(CausalLM):
             return x
         from nemot.data.tf_errors import checked_token_ids  # a tf.data pipeline is being traced
 
+        self.backbone.inputs_layer.check_rank(token_ids.shape)
         width = token_ids.shape[1]
         if width is not None:
             self.backbone.check_text_length(width - vocab.NUM_AUX)
@@ -167,6 +181,7 @@ class TextToTextCausalLM(CausalLM):
         than as TensorFlow's ``OpError`` (:func:`nemot.data.tf_errors.python_errors`)."""
         if self.train_function is not None and not force:
             return self.train_function
+        self._heads_follow_lora()
         if not self.optimizer.built:
             # Slots made before the step is traced: the routing rule reads them as it is
             # traced, and a step that made them would be traced twice (~20 s of a CPU for
@@ -176,6 +191,17 @@ class TextToTextCausalLM(CausalLM):
         self.train_function = _raising_python_errors(self.train_function)
         return self.train_function
 
+    def _heads_follow_lora(self):
+        """The heads train as GPT-2's head (its token embedding) does: once the backbone
+        trains LoRA kernels only (KerasHub's ``backbone.enable_lora``), the heads' own
+        weights are frozen too (LoRA kernels of their own, if enabled, train)."""
+        if not any(_is_lora(v) for v in self.backbone.trainable_weights):
+            return
+        for layer in self.layers:
+            if layer is not self.backbone:
+                for variable in layer.trainable_weights:
+                    variable.trainable = _is_lora(variable)
+
     def make_test_function(self, force=False):
         """Keras's, raising the data's Python errors as themselves (as in training)."""
         if self.test_function is not None and not force:
@@ -183,6 +209,14 @@ class TextToTextCausalLM(CausalLM):
         super().make_test_function(force)
         self.test_function = _raising_python_errors(self.test_function)
         return self.test_function
+
+    def predict(self, x, *args, **kwargs):
+        """KerasHub's, raising the data's Python errors as themselves (Keras reads the
+        batches of ``predict`` outside its compiled function)."""
+        from nemot.data.tf_errors import python_errors
+
+        with python_errors():
+            return super().predict(x, *args, **kwargs)
 
     # ---- generation: KerasHub's generate drives these hooks ----
 
@@ -349,14 +383,38 @@ class TextToTextCausalLM(CausalLM):
             if vocab_padding is not None:
                 config = config.replace(vocab_padding=vocab_padding)
             return cls.from_config_object(config, **kwargs)
-        model = super().from_preset(preset, load_weights=load_weights, **kwargs)
+        model = super().from_preset(os.fspath(preset), load_weights=load_weights, **kwargs)
         if vocab_padding is None or vocab_padding == model.config.vocab_padding:
             return model
         padded = type(model).from_config_object(
-            model.config.replace(vocab_padding=vocab_padding), preprocessor=model.preprocessor)
+            model.config.replace(vocab_padding=vocab_padding), preprocessor=model.preprocessor,
+            dtype=model.backbone.dtype_policy)
         if load_weights:
             transfer_weights(model, padded)
         return padded
+
+    def save_to_preset(self, preset_dir, **kwargs):
+        """KerasHub's; its metadata names the task as KerasHub names GPT-2's
+        (``"CausalLM"``) rather than by nemot's shared base class."""
+        super().save_to_preset(preset_dir, **kwargs)
+        metadata_file = os.path.join(preset_dir, "metadata.json")
+        with open(metadata_file) as f:
+            metadata = json.load(f)
+        metadata["tasks"] = sorted({CausalLM.__name__ if name == TextToTextCausalLM.__name__
+                                    else name for name in metadata["tasks"]})
+        with open(metadata_file, "w") as f:
+            json.dump(metadata, f, indent=4)
+
+    def save_task_weights(self, filepath):
+        """KerasHub's, without the optimizer's state: a preset holds weights, and its
+        loader compiles a fresh optimizer (GPT-2's heads are its backbone's: it saves none)."""
+        with _optimizer_hidden(self):
+            super().save_task_weights(filepath)
+
+    def load_task_weights(self, filepath):
+        """KerasHub's, ignoring an optimizer state saved beside the heads."""
+        with _optimizer_hidden(self):
+            super().load_task_weights(filepath)
 
     @classmethod
     def config_for_preset(cls, name):
@@ -371,8 +429,9 @@ class TextToTextCausalLM(CausalLM):
 
     @classmethod
     def from_config_object(cls, config, preprocessor="default", **kwargs):
-        """The task of a ``NeMoTConfig`` with fresh weights."""
-        backbone = cls.backbone_cls(config)
+        """The task of a ``NeMoTConfig`` with fresh weights (``dtype``: the backbone's and
+        heads' dtype policy, as in KerasHub's ``from_preset``)."""
+        backbone = cls.backbone_cls(config, dtype=kwargs.pop("dtype", None))
         if isinstance(preprocessor, str) and preprocessor == "default":
             preprocessor = default_preprocessor(cls, backbone.config)
         return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
@@ -399,6 +458,23 @@ def generated_mask(text_ids, prompt_mask, stop_token_ids, generation_end=None):
         positions = ops.arange(ops.shape(text_ids)[1], dtype="int32")[None]
         mask = ops.logical_and(mask, positions < ops.cast(generation_end, "int32")[:, None])
     return mask
+
+
+def _is_lora(variable):
+    """Whether ``variable`` is a LoRA factor (``enable_lora`` of Keras' Dense, EinsumDense
+    and Embedding: ``lora_kernel_a``, ``lora_embeddings_b``...)."""
+    return variable.name.startswith("lora_")
+
+
+@contextlib.contextmanager
+def _optimizer_hidden(model):
+    """``model`` without its optimizer (Keras saves and loads a compiled model's optimizer
+    state with its weights)."""
+    optimizer, model.optimizer = model.optimizer, None
+    try:
+        yield
+    finally:
+        model.optimizer = optimizer
 
 
 def _raising_python_errors(function):

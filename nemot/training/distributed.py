@@ -11,8 +11,8 @@ computes on the same global batch.
 Why ``model.fit`` is not used under ``MultiWorkerMirroredStrategy``
 (keras-team/keras#20585, tensorflow/tensorflow#72388). With TF 2.21 /
 Keras 3.15 ``fit`` fails with "Attempt to convert a value (PerReplica:...)
-to a Tensor". Two places in Keras's TensorFlow trainer
-(``keras/src/backend/tensorflow/trainer.py``) assume the single-host
+to a Tensor". Two places in Keras's TensorFlow trainer (its
+``TensorFlowTrainer``) assume the single-host
 ``MirroredStrategy``:
 
 1. ``_maybe_symbolic_build`` takes the first distributed batch and calls
