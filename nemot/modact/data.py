@@ -321,10 +321,32 @@ def _prepare(x, y, images):
     return (tf.cast(x, tf.float32) / 255.0 if images else x), y
 
 
-def train_dataset(split, batch_size, seed, start_batch=0, augment=False, images=False):
+def trim_padding(x, y, multiple, padding="post"):
+    """A batch of padded ids without the padding columns no row needs: the columns
+    after (``"post"``) or before (``"pre"``) the batch's longest sequence, kept to a
+    multiple of ``multiple`` (so that an XLA-compiled step sees few shapes).
+
+    Under masking this computes what the whole width does: a masked step carries the
+    state and its gradient contributions are zeros.
+    """
+    import tensorflow as tf
+
+    width = tf.shape(x)[1]
+    used = tf.reduce_any(x != 0, axis=0)
+    if padding == "pre":
+        used = tf.reverse(used, [0])
+    length = tf.reduce_max(tf.where(used, tf.range(width) + 1, 0))
+    length = tf.minimum(width, tf.maximum(1, -(-length // multiple)) * multiple)
+    return (x[:, :length] if padding == "post" else x[:, width - length:]), y
+
+
+def train_dataset(split, batch_size, seed, start_batch=0, augment=False, images=False,
+                  trim=0, padding="post"):
     """An infinite tf.data stream of shuffled training batches, starting at batch
     ``start_batch`` (the order is a function of ``seed`` only, so a resumed run sees the
-    batches it would have seen; the augmentation's random draws start afresh)."""
+    batches it would have seen; the augmentation's random draws start afresh).
+    ``trim`` > 0: each batch's padding cut to a multiple of ``trim`` columns
+    (:func:`trim_padding`)."""
     import keras
     import tensorflow as tf
 
@@ -332,6 +354,8 @@ def train_dataset(split, batch_size, seed, start_batch=0, augment=False, images=
     dataset = tf.data.Dataset.from_tensor_slices((x, y))
     dataset = dataset.shuffle(len(y), seed=seed, reshuffle_each_iteration=True).repeat()
     dataset = dataset.batch(batch_size).skip(start_batch)
+    if trim:
+        dataset = dataset.map(functools.partial(trim_padding, multiple=trim, padding=padding))
     dataset = dataset.map(functools.partial(_prepare, images=images))
     if augment:
         shift = keras.layers.RandomTranslation(0.1, 0.1, fill_mode="nearest", seed=seed)
@@ -340,9 +364,11 @@ def train_dataset(split, batch_size, seed, start_batch=0, augment=False, images=
     return dataset.prefetch(2)
 
 
-def eval_dataset(split, batch_size, images=False):
-    """The split once, in order, in batches."""
+def eval_dataset(split, batch_size, images=False, trim=0, padding="post"):
+    """The split once, in order, in batches (``trim``: as :func:`train_dataset`)."""
     import tensorflow as tf
 
     dataset = tf.data.Dataset.from_tensor_slices(split).batch(batch_size)
+    if trim:
+        dataset = dataset.map(functools.partial(trim_padding, multiple=trim, padding=padding))
     return dataset.map(functools.partial(_prepare, images=images)).prefetch(2)

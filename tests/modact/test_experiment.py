@@ -108,6 +108,41 @@ def test_a_whole_epoch_per_call_makes_the_same_updates():
         np.testing.assert_allclose(one, whole, rtol=1e-5, atol=1e-6)
 
 
+# (cell, padding side, also XLA-compiled): every cell once, the modulated one both sides.
+TRIM_CASES = [("modulated", "post", True), ("lstm", "post", False),
+              ("extra_input_gate", "post", False), ("modulated", "pre", False)]
+
+
+@pytest.mark.parametrize("cell, padding, jit", TRIM_CASES)
+def test_trimmed_padding_makes_the_same_updates(cell, padding, jit):
+    """Each batch cut to its longest sequence (a multiple of 2 columns): the same weights
+    after three Adam steps as on the full width, bit for bit; a batch keeps its ids, in
+    order, and its padding side. XLA-compiled, the same up to float32 round-off: XLA
+    fuses and reorders the sums."""
+    rng = np.random.default_rng(0)
+    lengths = [1, 2, 3, 1, 2, 7, 2, 1, 3]
+    x = data.pad_ids([list(rng.integers(1, 10, n)) for n in lengths], padding=padding)
+    y = rng.integers(0, 2, len(lengths)).astype("int32")
+    batches = [np.asarray(data.trim_padding(x[i:i + 3], y[i:i + 3], 2, padding)[0])
+               for i in (0, 3)]
+    assert [b.shape[1] for b in batches] == [4, 7]  # 3 -> 4; 7 -> 8, capped at the width
+    assert (batches[0] == (x[:3, :4] if padding == "post" else x[:3, -4:])).all()
+    weights = []
+    for trim, compiled in ((0, False), (2, False), (2, True))[:3 if jit else 2]:
+        keras.utils.set_random_seed(0)
+        model = experiment.models.build(experiment.models.ModelConfig(
+            "lstm", cell=cell, hidden=4, embedding_dim=3, vocab_size=10, num_classes=2))
+        experiment.compile_model(model, experiment.TrainConfig(jit_compile=compiled),
+                                 total_steps=3)
+        batches = data.train_dataset((x, y), 3, seed=1, trim=trim, padding=padding)
+        model.fit(batches, steps_per_epoch=3, epochs=1, verbose=0)
+        weights.append([w.numpy() for w in model.trainable_weights])
+    for full, trimmed, *xla in zip(*weights):
+        np.testing.assert_array_equal(full, trimmed)
+        for w in xla:
+            np.testing.assert_allclose(w, full, rtol=1e-5, atol=1e-6)
+
+
 def test_held_out_splits_are_seeded_and_disjoint(tmp_path):
     fixtures.names(tmp_path / "names")
     config = data.DataConfig("names", dir=str(tmp_path / "names"), test_fraction=0.34)
@@ -133,6 +168,7 @@ def test_sst2_words_get_training_vocabulary_ids(tmp_path):
     assert splits.vocab_size == len(vocabulary) + 2
 
 
+@pytest.mark.usefixtures("eager")
 def test_sst2_by_default_is_the_papers_split_of_sst5_sentences(tmp_path):
     """Neutral sentences dropped, 0/1 -> 0 and 3/4 -> 1, lower-cased, train and dev pooled,
     test_fraction held out with split_seed (the paper: about 20% held out)."""
@@ -146,13 +182,32 @@ def test_sst2_by_default_is_the_papers_split_of_sst5_sentences(tmp_path):
     assert sentences == [f"word{i} shared" for i in kept]
     assert list(binary) == [int(labels[i] >= 3) for i in kept]
 
-    config = data.DataConfig("sst2", dir=str(tmp_path), test_fraction=0.25, split_seed=3)
+    config = data.DataConfig("sst2", dir=str(tmp_path), test_fraction=0.2, split_seed=3)
     splits = data.load_splits(config)
-    assert len(splits.test[1]) == 2 and len(splits.train[1]) == 6  # ceil(0.25 * 8) held out
+    assert len(splits.test[1]) == 2 and len(splits.train[1]) == 6  # ceil(0.2 * 8) held out
     held = np.random.default_rng(3).permutation(8)[:2]
     assert list(splits.test[1]) == [binary[i] for i in held]
     vocabulary = data.word_vocabulary(s for i, s in enumerate(sentences) if i not in held)
     assert splits.vocab_size == len(vocabulary) + 2  # of the training sentences only
+    # no sentence on both sides: each test sentence's own word is unknown to training
+    assert (splits.test[0][:, 0] == 1).all() and (splits.train[0][:, 0] > 1).all()
+
+    # every variant of the SST-2 config trains a step on these sentences
+    exp = experiment.load(CONFIGS / "sst2_lstm.toml", [
+        f"data.dir={tmp_path}", "data.split_seed=3", "model.hidden=4", "model.embedding_dim=3",
+        "variants.C1.hidden=5", "train.jit_compile=false"])
+    assert exp.data == config and experiment.TRIM > 0
+    for variant in experiment.variants(exp):
+        model_config = experiment.model_config(exp, variant, splits)
+        model = experiment.models.build(model_config)
+        experiment.compile_model(model, exp.train, total_steps=1)
+        source = experiment.data_source(exp, splits, 0, experiment.padding_trim(model_config))
+        before = [w.numpy() for w in model.trainable_weights]
+        model.fit(source.train(0, 5, None), steps_per_epoch=1, verbose=0)
+        after = [w.numpy() for w in model.trainable_weights]
+        assert all(np.isfinite(w).all() for w in after)
+        assert (before[0] != after[0]).any() and (before[-2] != after[-2]).any()  # embedding, logits
+        assert 0 <= source.metric(model) <= 1
 
     write_minbert(tmp_path / "ids-sst-dev.csv", columns, [("x", "a", 7)])
     data.load_splits.cache_clear()
