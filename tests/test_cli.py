@@ -19,7 +19,7 @@ from tests.data import fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ("info", "pretrain", "finetune", "train-general", "evaluate", "generate",
-            "prepare-data", "runs", "ngt", "pals", "hypergrid", "modact")
+            "prepare-data", "runs", "ngt", "pals", "hypergrid", "modact", "recipes")
 # What TensorFlow prints when it loads on a machine without a GPU driver.
 BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
 
@@ -380,7 +380,7 @@ def test_an_error_raised_inside_a_layer_is_one_plain_line():
 @pytest.mark.parametrize("command", [["runs"], ["pals", "run"]])
 def test_seeds_is_a_count_and_a_list_of_seeds_is_pointed_to_seed_list(command, capsys):
     with pytest.raises(SystemExit) as exit_:
-        cli.main([*command, "--config", "x.toml", "--seeds", "0", "1", "2"])
+        cli.main([*command, "--config", "pals/synthetic", "--seeds", "0", "1", "2"])
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert "--seeds N runs seeds 0..N-1" in error and "--seed-list 0 1 2" in error
@@ -392,8 +392,8 @@ def test_seeds_is_a_count_and_a_list_of_seeds_is_pointed_to_seed_list(command, c
 
 def test_a_paper_run_takes_exactly_the_flags_of_nemot_runs():
     parser = cli.build_parser()
-    flags = ["--config", "c.toml", "--seeds", "3", "--variants", "a", "b", "--set", "x.y=1",
-             "--set", "z=[1, 2]", "--jobs", "2", "--force", "--keep-stale"]
+    flags = ["--config", "pals/synthetic", "--seeds", "3", "--variants", "a", "b",
+             "--set", "x.y=1", "--set", "z=[1, 2]", "--jobs", "2", "--force", "--keep-stale"]
     keys = ("config", "seeds", "seed_list", "variants", "overrides", "jobs", "force",
             "keep_stale")
     runs = vars(parser.parse_args(["runs", *flags]))
@@ -401,7 +401,8 @@ def test_a_paper_run_takes_exactly_the_flags_of_nemot_runs():
         run = vars(parser.parse_args([paper, "run", *flags]))
         assert {k: run[k] for k in keys} == {k: runs[k] for k in keys}
     assert runs["seeds"] == 3 and runs["overrides"] == ["x.y=1", "z=[1, 2]"]
-    listed = vars(parser.parse_args(["ngt", "run", "--config", "c", "--seed-list", "3", "4"]))
+    listed = vars(parser.parse_args(["ngt", "run", "--config", "ngt/table1",
+                                     "--seed-list", "3", "4"]))
     assert listed["seed_list"] == [3, 4] and listed["seeds"] is None
 
 

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from nemot import console, errors
+from nemot import console, errors, recipes
 
 COMMANDS = {
     "pretrain": ("pretrain", "pre-train NeMoT on C4 (thesis §3.5.1)"),
@@ -42,7 +42,8 @@ def add_parser(subparsers):
         parser = subparsers.add_parser(command, help=help_text, description=help_text,
                                        epilog=EPILOG + console.ENV_HELP,
                                        formatter_class=argparse.RawDescriptionHelpFormatter)
-        parser.add_argument("--config", required=True, help="run config TOML (configs/*.toml)")
+        parser.add_argument("--config", required=True, type=recipes.config_argument,
+                            help="run config: a recipe name (nemot recipes) or a TOML file")
         parser.add_argument("--set", dest="overrides", action="append", default=[],
                             metavar="KEY=VALUE",
                             help="override a config value, e.g. train.batch_size=4 (repeatable)")
