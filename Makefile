@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` and `make test`.
-# Each creates .venv when missing and installs the pinned package first.
+# Each creates .venv when missing and installs the package first, every requirement at the
+# version of constraints.txt.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,7 @@ STAMP := $(VENV)/.nemot-installed
 UV_VERSION := 0.13.8
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install dist clean
 
 install: $(STAMP)
 
@@ -15,11 +16,11 @@ install: $(STAMP)
 # 52 s against 98 s, most of pip's being its one-core bytecode compilation, which uv runs on
 # every core). The bytecode is compiled at install because nothing writes it later where
 # PYTHONDONTWRITEBYTECODE is set: each process would compile TensorFlow again (16 s).
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv==$(UV_VERSION)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --compile-bytecode \
-		-e ".[test]" --config-settings editable_mode=compat
+		-e ".[test]" --constraint constraints.txt --config-settings editable_mode=compat
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,5 +32,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
+# The wheel and the sdist, checked as a package index would (twine check).
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build
+	$(PY) -m twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

@@ -6,7 +6,7 @@ Examples::
 
     python -m data_prep qa --dataset race --split train --data-dir data/RACE --out data/race-shards
     python -m data_prep c4 --c4-dir data/c4/en --out data/c4-shards   # train and validation
-    python -m data_prep sample --out sample                           # sample/c4, sample/RACE
+    python -m data_prep sample --out sample              # sample/c4, sample/RACE, sample/my_qa
 """
 
 import argparse
@@ -59,7 +59,7 @@ def add_commands(parser):
                                            "command offline")
     sample.add_argument("--out", required=True)
     sample.add_argument("--questions", type=int, default=64,
-                        help="RACE training questions (dev and test: an eighth each)")
+                        help="training questions of RACE and my_qa (dev and test: an eighth each)")
     sample.add_argument("--seed", type=int, default=0)
     sample.set_defaults(func=_sample)
 

@@ -13,10 +13,11 @@ import importlib.metadata
 import json
 import sys
 
-from nemot import console, errors
+from nemot import console, errors, recipes
 
 COMMAND_MODULES = (
     "nemot.cli",
+    "nemot.recipes",
     "nemot.training.cli",
     "nemot.evaluation.evaluate_cli",
     "nemot.evaluation.generate_cli",
@@ -65,7 +66,9 @@ def add_parser(subparsers):
         epilog=console.ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = info.add_mutually_exclusive_group()
     source.add_argument("--preset", default=None, help="thesis, small or tiny (default thesis)")
-    source.add_argument("--config", default=None, help="a TOML run config with a [model] table")
+    source.add_argument("--config", default=None, type=recipes.config_argument,
+                        help="a run config with a [model] table: a recipe name (nemot "
+                             "recipes) or a TOML file")
     info.add_argument("--json", action="store_true", help="print JSON instead of a table")
     info.set_defaults(func=run_info)
 

@@ -16,6 +16,7 @@
 
 import argparse
 import contextlib
+import difflib
 import importlib.abc
 import importlib.util
 import os
@@ -117,12 +118,17 @@ class _QuietTensorFlow(importlib.abc.MetaPathFinder):
 
 def quiet_backend():
     """Silence TensorFlow's start-up notices for the rest of the process (see the module
-    docstring); nothing is imported now. Does nothing once TensorFlow is loaded."""
+    docstring); nothing is imported now. Once TensorFlow is loaded, only its device
+    listing is left to silence: it lists them now with standard error closed."""
     if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
         _QuietTensorFlow.set_log_level = True
-    if "tensorflow" not in sys.modules and not any(
-            isinstance(finder, _QuietTensorFlow) for finder in sys.meta_path):
+    if "tensorflow" in sys.modules:
+        # Loaded before nemot (`import keras` first): its import notices are out, but CUDA
+        # complains when the devices are first listed; list them now, quietly.
+        with stderr_closed():
+            sys.modules["tensorflow"].config.list_physical_devices()
+    elif not any(isinstance(finder, _QuietTensorFlow) for finder in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlow())
 
 
@@ -145,13 +151,43 @@ def run(func, args, debug=False):
     return result if isinstance(result, int) else 0
 
 
+def _command_parser(parser, argv):
+    """The parser of the (sub)command that ``argv`` names."""
+    while True:
+        subparsers = [action for action in parser._actions
+                      if isinstance(action, argparse._SubParsersAction)]
+        words = [word for word in argv if subparsers and word in subparsers[0].choices]
+        if not words:
+            return parser
+        parser = subparsers[0].choices[words[0]]
+        argv = argv[argv.index(words[0]) + 1:]
+
+
+def unrecognized(parser, argv, unknown):
+    """argparse's error for ``unknown`` arguments, from the command's own parser (its
+    usage), naming the option each unknown one is closest to."""
+    command = _command_parser(parser, argv)
+    options = [option for action in command._actions for option in action.option_strings]
+    flags = [word.split("=", 1)[0] for word in unknown if word.startswith("-")]
+    hints = []
+    for flag in flags:
+        near = difflib.get_close_matches(flag, options, n=1, cutoff=0.7)
+        if near:
+            hints.append(f"did you mean {near[0]}?" if len(flags) == 1 else
+                         f"{flag}: did you mean {near[0]}?")
+    command.error("; ".join([f"unrecognized arguments: {' '.join(unknown)}", *hints]))
+
+
 def main(parser, argv=None):
     """Parse ``argv`` (default ``sys.argv[1:]``) with ``parser``, whose commands set
     ``func``, and run the command quietly (see the module docstring); returns the exit
     status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = DEBUG_FLAG in argv or _env_flag("NEMOT_DEBUG")
-    args = parser.parse_args([arg for arg in argv if arg != DEBUG_FLAG])
+    argv = [arg for arg in argv if arg != DEBUG_FLAG]
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        unrecognized(parser, argv, unknown)
     if debug or backend_logs_wanted():
         _QuietTensorFlow.remove()
     else:

@@ -32,6 +32,7 @@ SLOWEST_FIRST = (
     "tests/test_demo.py",
     "tests/experiments/test_nemot_runs.py",
     "tests/test_offline_recipe.py",
+    "tests/test_package.py",
     "tests/training/test_distributed.py",
     "tests/test_config.py",
     "tests/training/test_resume.py",

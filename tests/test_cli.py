@@ -1,6 +1,7 @@
 import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -19,7 +20,7 @@ from tests.data import fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ("info", "pretrain", "finetune", "train-general", "evaluate", "generate",
-            "prepare-data", "runs", "ngt", "pals", "hypergrid", "modact")
+            "prepare-data", "runs", "ngt", "pals", "hypergrid", "modact", "recipes")
 # What TensorFlow prints when it loads on a machine without a GPU driver.
 BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
 
@@ -307,6 +308,7 @@ def test_gpt2_none_and_preset_tiny_build_without_gpt2_weights(tmp_path):
 def test_quiet_backend_closes_standard_error_only_while_asked():
     code = """
 import os
+import re
 from nemot import console
 console.quiet_backend()
 os.write(2, b"before\\n")
@@ -380,7 +382,7 @@ def test_an_error_raised_inside_a_layer_is_one_plain_line():
 @pytest.mark.parametrize("command", [["runs"], ["pals", "run"]])
 def test_seeds_is_a_count_and_a_list_of_seeds_is_pointed_to_seed_list(command, capsys):
     with pytest.raises(SystemExit) as exit_:
-        cli.main([*command, "--config", "x.toml", "--seeds", "0", "1", "2"])
+        cli.main([*command, "--config", "pals/synthetic", "--seeds", "0", "1", "2"])
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert "--seeds N runs seeds 0..N-1" in error and "--seed-list 0 1 2" in error
@@ -392,8 +394,8 @@ def test_seeds_is_a_count_and_a_list_of_seeds_is_pointed_to_seed_list(command, c
 
 def test_a_paper_run_takes_exactly_the_flags_of_nemot_runs():
     parser = cli.build_parser()
-    flags = ["--config", "c.toml", "--seeds", "3", "--variants", "a", "b", "--set", "x.y=1",
-             "--set", "z=[1, 2]", "--jobs", "2", "--force", "--keep-stale"]
+    flags = ["--config", "pals/synthetic", "--seeds", "3", "--variants", "a", "b",
+             "--set", "x.y=1", "--set", "z=[1, 2]", "--jobs", "2", "--force", "--keep-stale"]
     keys = ("config", "seeds", "seed_list", "variants", "overrides", "jobs", "force",
             "keep_stale")
     runs = vars(parser.parse_args(["runs", *flags]))
@@ -401,7 +403,8 @@ def test_a_paper_run_takes_exactly_the_flags_of_nemot_runs():
         run = vars(parser.parse_args([paper, "run", *flags]))
         assert {k: run[k] for k in keys} == {k: runs[k] for k in keys}
     assert runs["seeds"] == 3 and runs["overrides"] == ["x.y=1", "z=[1, 2]"]
-    listed = vars(parser.parse_args(["ngt", "run", "--config", "c", "--seed-list", "3", "4"]))
+    listed = vars(parser.parse_args(["ngt", "run", "--config", "ngt/table1",
+                                     "--seed-list", "3", "4"]))
     assert listed["seed_list"] == [3, 4] and listed["seeds"] is None
 
 
@@ -419,3 +422,84 @@ def test_default_output_folders_are_ignored_by_git():
     ignored = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True,
                              text=True, check=False).stdout.split()
     assert ignored == paths
+
+
+def test_init_from_takes_a_run_directory_or_none(tmp_path):
+    parser = cli.build_parser()
+
+    def init_from(value):
+        args = parser.parse_args(["finetune", "--config", "my_qa", "--init-from", value])
+        (override,) = [o for o in training_cli._flag_overrides(args)
+                       if o.startswith("train.init_from=")]
+        return override.split("=", 1)[1]
+
+    assert init_from(str(tmp_path)) == json.dumps(str(tmp_path / "model_last.keras"))
+    assert init_from("model.keras") == '"model.keras"' and init_from("none") == '""'
+
+
+@pytest.mark.parametrize("config, saved", [("baseline/gpt2_medium", "NeMoTCausalLM"),
+                                           ("race", "GPT2BaselineCausalLM")])
+def test_a_saved_model_of_the_other_kind_is_refused_as_a_start(config, saved, tmp_path,
+                                                               capsys):
+    path = tmp_path / "model_last.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", json.dumps({"class_name": saved}))
+    assert cli.main(["finetune", "--config", config, "--init-from", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert f"is a saved {saved}" in error and "GPT-2's own weights" in error
+    assert error.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, usage, hint", [
+    (["finetune", "--config", "boolq", "--batchsize", "4"], "usage: nemot finetune",
+     "unrecognized arguments: --batchsize 4; did you mean --batch-size?"),
+    (["ngt", "params", "--config", "ngt/table1", "--num-clases=3"], "usage: nemot ngt params",
+     "unrecognized arguments: --num-clases=3; did you mean --num-classes?"),
+    (["info", "--zzz"], "usage: nemot info", "unrecognized arguments: --zzz\n"),
+])
+def test_an_unknown_option_is_named_with_the_nearest_one(argv, usage, hint, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and hint in err
+
+
+def test_a_run_that_fails_before_writing_leaves_no_new_folder(tmp_path, capsys):
+    (tmp_path / "qa").mkdir()  # no question files: the run stops as it reads them
+    argv = ["finetune", "--config", "my_qa", "--data-dir", str(tmp_path / "qa"),
+            "--init-from", "none", "--out"]
+    assert cli.main([*argv, str(tmp_path / "new")]) == 1
+    assert "dev.jsonl" in capsys.readouterr().err and not (tmp_path / "new").exists()
+    (tmp_path / "mine").mkdir()  # a folder the user made stays
+    assert cli.main([*argv, str(tmp_path / "mine")]) == 1
+    assert (tmp_path / "mine").is_dir()
+
+
+def _python_blocks(path):
+    return re.findall(r"^```python\n(.*?)^```", path.read_text(encoding="utf-8"), re.M | re.S)
+
+
+def test_the_docs_python_imports_nemot_before_the_backend():
+    # TensorFlow prints its notices as it loads: after `import nemot` they are silenced,
+    # before it (`import keras` first) nothing can silence them.
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in _python_blocks(path):
+            imports = re.findall(r"^(?:import|from) (\w+)", block, re.M)
+            backend = [i for i, name in enumerate(imports)
+                       if name in ("keras", "keras_hub", "tensorflow", "jax")]
+            if backend and "nemot" in imports:
+                assert imports.index("nemot") < backend[0], (path.name, imports)
+
+
+def test_the_readme_quick_start_runs_quietly_as_a_script(tmp_path):
+    block = _python_blocks(ROOT / "README.md")[0]
+    header = "".join(re.findall(r"^(?:import|from) .*\n", block, re.M))
+    script = tmp_path / "quick_start.py"
+    script.write_text(header + "import tensorflow as tf\nprint(int(tf.constant(1) + 1))\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "NEMOT_BACKEND_LOGS")}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            env=dict(env, PYTHONPATH=str(ROOT)), cwd=tmp_path, timeout=600)
+    assert result.returncode == 0 and result.stdout == "2\n", result.stderr[-2000:]
+    assert result.stderr == "", result.stderr[-2000:]

@@ -99,6 +99,31 @@ def test_fine_tuning_learns_under_three_seeds_whatever_the_rounding(fast_demo, o
     assert len(accuracies) == len(seeds) and min(accuracies) >= 0.8, accuracies
 
 
+def test_own_questions_from_the_demo_model_beat_the_majority_class(fast_demo, tmp_path,
+                                                                   capsys):
+    """docs/own_data.md's path: the ``my_qa`` recipe from the demo's pre-trained model, on
+    questions in its layout (the sample's yes/no task), scored on the test split."""
+    from data_prep.sample import write_own_questions
+    from nemot import cli
+
+    out, _ = fast_demo
+    data = tmp_path / "my_qa"
+    write_own_questions(data, 256)
+    # The sample's questions take 9 tokens: 16 text positions instead of the recipe's 64.
+    assert cli.main(["finetune", "--config", "my_qa", "--data-dir", str(data), "--init-from",
+                     str(out / "pretrain"), "--out", str(tmp_path / "run"), "--epochs", "3",
+                     "--set", "model.max_text_length=16", "--set", "train.verbose=0"]) == 0
+    capsys.readouterr()
+    assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "run" / "model_best_metric.keras"),
+                     "--dataset", "obqa", "--split", "test", "--data-dir", str(data),
+                     "--out", str(tmp_path / "eval")]) == 0
+    accuracy = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["scores"]["total"]
+    answers = [json.loads(line)["answerKey"] for line in (data / "test.jsonl").open()]
+    majority = max(answers.count(key) for key in set(answers)) / len(answers)
+    print(f"my_qa from the fast demo's model: test accuracy {accuracy:.3f}, majority {majority:.3f}")
+    assert accuracy > majority, (accuracy, majority)
+
+
 def test_corpus_is_real_english_in_c4_layout(tmp_path):
     texts = demo.corpus_texts()
     assert len(texts) > 50 and sum(len(t) for t in texts) > 100_000

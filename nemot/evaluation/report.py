@@ -55,6 +55,7 @@ METRIC_NOTES = {
                       "in this column",
     "drop_f1": "the official DROP F1 (drop_eval.py)",
     "f1": "SQuAD's token F1 after normalisation, the best gold",
+    "exact_match": "SQuAD's exact match after normalisation, the best gold",
 }
 SUBSET_TITLES = {"total": "Total", "middle": "M", "high": "H", "challenge": "Hard", "easy": "Easy"}
 _SUBSET_ORDER = ("total", "middle", "high", "challenge", "easy")

@@ -17,7 +17,7 @@ Examples::
 
 import argparse
 
-from nemot import console
+from nemot import console, recipes
 from nemot.errors import UserError
 
 
@@ -42,7 +42,8 @@ def add_run_flags(parser, config_help="an experiment TOML with a top-level `repr
     """The flags of a run of an experiment config, the same for ``nemot runs`` and every
     paper's ``run``: ``--config``, ``--seeds N`` or ``--seed-list S ...``, ``--variants``,
     ``--set KEY=VALUE`` (repeatable), ``--jobs``, ``--force``, ``--keep-stale``."""
-    parser.add_argument("--config", required=config_required, help=config_help)
+    parser.add_argument("--config", required=config_required, type=recipes.config_argument,
+                        help=config_help)
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=int, nargs="+", action=SeedCount, metavar="N",
                        help="seeds 0..N-1 (default: the config's `seeds`)")
@@ -78,7 +79,8 @@ def add_parser(subparsers):
     retime.add_argument("--variants", nargs="+", dest="retime_variants",
                         help="only these variants")
     one = commands.add_parser("one", help="one run (what --jobs starts in each process)")
-    one.add_argument("--config", required=True, dest="one_config")
+    one.add_argument("--config", required=True, dest="one_config",
+                     type=recipes.config_argument)
     one.add_argument("--variant", required=True)
     one.add_argument("--seed", type=int, required=True)
     one.add_argument("--set", dest="one_overrides", action="append", default=[])

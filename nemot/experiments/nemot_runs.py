@@ -23,6 +23,7 @@ Each run trains ``run_config`` with the variant's values and the seed
 import dataclasses
 from pathlib import Path
 
+from nemot import recipes
 from nemot.experiments import protocol
 from nemot.training import run_config as rc
 from nemot.training.trainer import train
@@ -50,9 +51,10 @@ def load(path, overrides=()):
     raw, keys = protocol.read_experiment(path, overrides, "nemot", TABLES)
     if not isinstance(raw.get("run_config"), str):
         raise ValueError(f"{path}: run_config: expected the path of a thesis run config")
-    base = Path(raw["run_config"])
-    if not base.is_absolute() and not base.exists():
-        base = Path(path).parent / base
+    # A file (from here, else beside this config), or a recipe by name (nemot.recipes).
+    base = Path(path).parent / raw["run_config"]
+    if Path(raw["run_config"]).exists() or not base.is_file():
+        base = recipes.resolve(raw["run_config"])
     experiment = Experiment(run_config=str(base), overrides=tuple(raw.get("overrides", ())),
                             source=str(path), **keys)
     for variant in experiment.variants:

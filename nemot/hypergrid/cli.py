@@ -14,7 +14,7 @@ Examples::
 
 import json
 
-from nemot import console
+from nemot import console, recipes
 
 
 def add_parser(subparsers):
@@ -29,7 +29,7 @@ def add_parser(subparsers):
     params = commands.add_parser(
         "params", help="parameters of every variant from the config's sizes (offline), the "
                        "added ones beside the paper's formula")
-    params.add_argument("--config", required=True, help="an experiment TOML "
+    params.add_argument("--config", required=True, type=recipes.config_argument, help="an experiment TOML "
                                                          "(configs/hypergrid/)")
     params.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override a config value, e.g. "

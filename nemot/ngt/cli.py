@@ -13,7 +13,7 @@ Examples::
 
 import json
 
-from nemot import console
+from nemot import console, recipes
 
 
 def add_parser(subparsers):
@@ -28,7 +28,7 @@ def add_parser(subparsers):
     add_paper_commands(commands, "ngt")
     params = commands.add_parser("params", help="parameter count of every variant of a "
                                                 "config (no weights loaded)")
-    params.add_argument("--config", required=True)
+    params.add_argument("--config", required=True, type=recipes.config_argument)
     params.add_argument("--num-classes", type=int, default=1, help="head units (CB: 3)")
     params.add_argument("--paper-sizes", action="store_true", help="use bert-large-cased "
                         "sizes instead of model.backbone (nothing downloaded)")

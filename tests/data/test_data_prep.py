@@ -127,6 +127,10 @@ def test_sample_data_is_read_by_the_readers(tmp_path, capsys):
         # The synthetic task: the answer is the option that is the passage.
         assert all(e.options[e.label] == e.passage for e in examples)
         assert {e.subset for e in examples} == {"middle", "high"}
+    for split, count in summary["my_qa_questions"].items():  # the my_qa recipe's reader
+        examples = registry.load_examples("obqa", split, summary["my_qa"])
+        assert len(examples) == count and {e.options for e in examples} == {("yes", "no")}
+        assert {e.label for e in examples} == {0, 1}
     for split in ("train", "validation"):
         kind, files = c4.list_files(summary["c4"], split)
         assert kind == c4.RAW and files

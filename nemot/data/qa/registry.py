@@ -59,9 +59,11 @@ class DatasetInfo:
 
 
 def _squad(name, splits, metric="f1", seed=False):
+    # SQuAD's exact match beside its F1, as SQuAD's own script reports them.
     return DatasetInfo(name, "gqa", metric, splits, partial(squad.read, name=name),
                        partial(squad.read_hub, name=name) if name in squad.HUB else None, seed,
-                       validation="dev" if "dev" in splits else None)
+                       validation="dev" if "dev" in splits else None,
+                       extra_metrics=("exact_match",) if metric == "f1" else ())
 
 
 def _choices(name, seed):
