@@ -121,8 +121,8 @@ def test_two_workers_end_with_identical_weights(runs):
     history = _history(multi / "history0.json")
     assert history["step"] == 4
     # Only the chief (worker 0) wrote checkpoints and results.
-    assert sorted(p.name for p in (multi / "train_state").glob("ckpt-*.index")) == [
-        "ckpt-2.index", "ckpt-4.index"]
+    assert sorted(p.name for p in (multi / "train_state").glob("ckpt-*.npz")) == [
+        "ckpt-2.npz", "ckpt-4.npz"]
     assert not list((multi / "train_state").glob(".worker_*"))
 
 
