@@ -132,7 +132,9 @@ def copy_output_block(model, source="lm", targets=("mqa", "gqa")):
             raise ValueError(f"output block {name!r} is not in the model's "
                              f"output_blocks {list(blocks)}")
         for src, dst in zip(blocks[source].weights, blocks[name].weights, strict=True):
-            dst.assign(src)
+            # A copy: on JAX an assigned array is shared, and a training step that donates
+            # every variable's buffer cannot take one buffer twice.
+            dst.assign(keras.ops.copy(src))
 
 
 def start_from(model, cfg):
