@@ -130,6 +130,10 @@ def test_strategy_names():
     assert distributed.make_strategy("default").num_replicas_in_sync == 1
     with pytest.raises(ValueError, match="expected one of"):
         distributed.make_strategy("tpu")
+    with pytest.raises(ValueError, match=r"^strategy 'data-parallel' \(a jax strategy\): on "
+                                         r"KERAS_BACKEND=tensorflow expected one of \('default', "
+                                         r"'mirrored', 'multi-worker'\)$"):
+        distributed.make_strategy("data-parallel")
     env = os.environ.pop("TF_CONFIG", None)
     try:
         with pytest.raises(ValueError, match="TF_CONFIG"):
