@@ -17,6 +17,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -27,6 +28,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 # tests/faults.py --trace: write event 7 of the tiny run is ckpt-4.npz.
 KILL_AT = "7:partial"
+
+
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _command(argv):
@@ -153,9 +159,12 @@ def main(out):
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env=dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "").replace(
             "--xla_force_host_platform_device_count=2", "")))
+    report, cpu = {}, {}
     try:
-        report = {"refusals": refusals(root), "commands": commands(root),
-                  "data_parallel": data_parallel(root), "demo": demo(root)}
+        for part in (refusals, commands, data_parallel, demo):
+            start = _cpu_seconds()
+            report[part.__name__] = part(root)
+            cpu[part.__name__] = round(_cpu_seconds() - start, 1)
         stdout, _ = victim.communicate(timeout=900)
     finally:
         if victim.poll() is None:
@@ -164,7 +173,12 @@ def main(out):
                        "write": dict(faults.events(stdout)).get(int(KILL_AT.split(":")[0])),
                        "left": sorted(p.name for p in (killed / "train_state").iterdir())}
     reference = root / "reference"
+    start = _cpu_seconds()
     report["fault"]["resume"] = list(faults.resume([reference, killed]))
+    cpu["fault"] = round(_cpu_seconds() - start, 1)
+    # What each part cost this process (user + system, all threads); the killed run is
+    # another process.
+    report["cpu_seconds"] = cpu
     report["fault"]["identical"] = faults.same_weights(killed, reference) and (
         faults._validation_results(killed) == faults._validation_results(reference))
     (root / "report.json").write_text(json.dumps(report))
