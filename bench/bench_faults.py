@@ -2,14 +2,12 @@
 ``python -m bench faults [--jobs J] [--only train|data_prep]``.
 
 tests/faults.py numbers every write of the tiny training run (its run config, .keras
-models, best.json, results.csv and TensorFlow checkpoints) and of a ``data_prep c4`` run
+models, best.json, results.csv and training checkpoints) and of a ``data_prep c4`` run
 (its shards and their index), and kills the process with SIGKILL at each write, at three
 moments: the new file half written, written but not renamed, renamed. After each kill the
 next command runs in the same directory (training resumes; data_prep finishes), and the
 result counts: kill points tried, processes killed there, files found corrupt after the
-kill (the next command could not read them; a checkpoint the harness cut on purpose, as a
-disk that lost the end of a write would leave it, counts apart as cut), runs resumed to
-the uninterrupted run's
+kill (the next command could not read them), runs resumed to the uninterrupted run's
 weights (and best.json, and the validation columns of results.csv), runs that stopped
 with a named error, and crashes. The suite tries a few of these points
 (tests/training/test_faults.py).

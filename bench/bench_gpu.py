@@ -15,7 +15,10 @@ TensorFlow), Adam, at batch 16 and 32 of 3 + 768 tokens (text 768):
   (Y + M + Z = 27 layers), one head, one cross-entropy;
 - ``keras_hub_gpt2``: KerasHub's ``GPT2Backbone`` of the same depth, a ``Dense`` head and
   Keras's sparse cross-entropy: the reference of the target (NeMoT's step at most
-  1.15x this one).
+  1.15x this one);
+- ``nemot_trainer`` (only when named in ``--models``): the ``nemot`` model trained by
+  the trainer (``nemot.training.loop.run``: its callbacks and an epoch-end checkpoint)
+  on the same batch, timed between batch ends.
 
 Each model runs in a process of its own (so that peak memory is its own), warms up,
 then times 10 steps (3 at tiny sizes) per batch size; reported: median step time, compile time
@@ -53,7 +56,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2")
+TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2", "nemot_trainer")
+# What runs without --models: nemot_trainer (the nemot model's step through
+# nemot.training.loop.run) on request only.
+DEFAULT_TRAIN_MODELS = TRAIN_MODELS[:4]
 DECODE_MODELS = ("nemot", "gpt2_baseline", "keras_hub_gpt2")
 # What --profile traces: the model of the targets and its reference.
 PROFILED = ("nemot", "keras_hub_gpt2")
@@ -142,7 +148,7 @@ def train_flops(name, cfg, batch):
         forward = (cfg.num_vanilla_layers * layer_flops(tokens, n, d, f)
                    + cfg.num_nm_layers * layer_flops(batch * (n + aux), n + aux, d, f)
                    + cfg.num_output_layers * layer_flops(tokens, n, d, f)
-                   + 2 * tokens * d * v * (2 if name == "nemot" else 1))
+                   + 2 * tokens * d * v * (1 if name == "nemot_main_head" else 2))
     else:
         layers = cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers
         forward = layers * layer_flops(tokens, n, d, f) + 2 * tokens * d * v
@@ -161,7 +167,7 @@ def build_train_model(name, cfg):
     depth = cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers
     if name.startswith("nemot"):
         model = nemot.build_model(cfg)
-        loss = NeMoTLoss() if name == "nemot" else NeMoTLoss(vanilla_weight=0)
+        loss = NeMoTLoss(vanilla_weight=0) if name == "nemot_main_head" else NeMoTLoss()
         model.compile(keras.optimizers.Adam(1e-5), loss=loss, jit_compile=True)
         return model
     if name == "gpt2_baseline":
@@ -227,6 +233,34 @@ def profile_steps(model, x, y, steps, directory):
     return summary
 
 
+def trainer_steps(model, x, y, steps):
+    """``steps + 2`` steps of ``model`` on the batch ``(x, y)`` through the trainer
+    (``nemot.training.loop.run``, no checkpoint before the end): the first step's time and
+    the times between the later batch ends."""
+    import tempfile
+
+    import keras
+    import tensorflow as tf
+
+    from nemot.training import loop
+
+    ends = [time.perf_counter()]
+
+    class Ends(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            ends.append(time.perf_counter())
+
+    source = loop.DataSource(
+        train=lambda start_batch, batch_size, input_context: tf.data.Dataset.from_tensors(
+            (x, y)).repeat(), steps_per_epoch=steps + 2)
+    with tempfile.TemporaryDirectory() as out:
+        loop.run(lambda: model, source, loop.TrainConfig(
+            batch_size=len(y["task_targets"]), steps_per_epoch=steps + 2, verbose=0,
+            log_every=10 ** 9), out, callbacks=[Ends()])
+    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    return gaps[0], gaps[2:]
+
+
 def train_child(name, tiny, tasks, profile=None, batches=None, out=None, vocab_padding=1):
     """Time ``name``'s training steps per batch size; the result so far is written to
     ``out`` after each one (a run stopped midway keeps what it measured)."""
@@ -245,16 +279,20 @@ def train_child(name, tiny, tasks, profile=None, batches=None, out=None, vocab_p
     result = {}
     for batch in run["batches"]:
         x, y = train_batch(name, cfg, batch, tasks, rng)
-        warm_up = []
-        for _ in range(2):  # compile, warm up
-            start = time.perf_counter()
-            model.train_on_batch(x, y)  # returns numpy logs: the step has finished
-            warm_up.append(time.perf_counter() - start)
-        times = []
-        for _ in range(run["steps"]):
-            start = time.perf_counter()
-            model.train_on_batch(x, y)
-            times.append(time.perf_counter() - start)
+        if name == "nemot_trainer":
+            first, times = trainer_steps(model, x, y, run["steps"])
+            warm_up = [first]
+        else:
+            warm_up = []
+            for _ in range(2):  # compile, warm up
+                start = time.perf_counter()
+                model.train_on_batch(x, y)  # returns numpy logs: the step has finished
+                warm_up.append(time.perf_counter() - start)
+            times = []
+            for _ in range(run["steps"]):
+                start = time.perf_counter()
+                model.train_on_batch(x, y)
+                times.append(time.perf_counter() - start)
         step = statistics.median(times)
         flops = train_flops(name, cfg, batch)
         memory, memory_kind = peak_memory()
@@ -450,7 +488,8 @@ def watch(cmd, out, on_progress, timeout=None, env=None):
 
 
 def ratios(train):
-    """NeMoT's step over the same-depth KerasHub GPT-2's, per batch size."""
+    """NeMoT's step over the same-depth KerasHub GPT-2's, and the trainer's step over
+    ``train_on_batch``'s of the same model, per batch size."""
     reference = train.get("keras_hub_gpt2", {})
     out = {}
     for name in ("nemot", "nemot_main_head", "gpt2_baseline"):
@@ -458,6 +497,11 @@ def ratios(train):
             if "step_seconds" in row and "step_seconds" in reference.get(batch, {}):
                 out[f"{name}_vs_keras_hub_gpt2@{batch}"] = round(
                     row["step_seconds"] / reference[batch]["step_seconds"], 3)
+    fit = train.get("nemot", {})
+    for batch, row in train.get("nemot_trainer", {}).items():
+        if "step_seconds" in row and "step_seconds" in fit.get(batch, {}):
+            out[f"nemot_trainer_vs_nemot@{batch}"] = round(
+                row["step_seconds"] / fit[batch]["step_seconds"], 3)
     return out
 
 
@@ -472,8 +516,9 @@ def run(argv=()):
     parser = argparse.ArgumentParser(prog="python -m bench gpu", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (runs on a CPU)")
-    parser.add_argument("--models", default=",".join(TRAIN_MODELS),
-                        help=f"training models, some of {TRAIN_MODELS}")
+    parser.add_argument("--models", default=",".join(DEFAULT_TRAIN_MODELS),
+                        help=f"training models, some of {TRAIN_MODELS} (default the first "
+                             "four)")
     parser.add_argument("--decode", default=",".join(DECODE_MODELS),
                         help=f"decoding models, some of {DECODE_MODELS} ('' for none)")
     parser.add_argument("--tasks", default="lm,gqa", help="task tokens the NeMoT batches mix")

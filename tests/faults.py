@@ -4,20 +4,14 @@
     python -m tests.faults resume OUT [OUT ...]
     python -m tests.faults data_prep RAW OUT [--kill-at K:STAGE] [--trace]
 
-Every file a run writes goes through :func:`nemot.files.atomic_path`, and a training
-checkpoint through TensorFlow's ``CheckpointManager`` (its data files, then the
-``checkpoint`` state file). This module numbers those writes as they happen ("write
-events"; ``--trace`` prints them) and, with ``--kill-at K:STAGE``, sends itself SIGKILL at
-write event ``K``:
+Every file a run writes goes through :func:`nemot.files.atomic_path`, a training
+checkpoint (``train_state/ckpt-<step>.npz``) too. This module numbers those writes as they
+happen ("write events"; ``--trace`` prints them) and, with ``--kill-at K:STAGE``, sends
+itself SIGKILL at write event ``K``:
 
 - ``partial``: the temporary file half written (a kill in the middle of the write);
 - ``before_rename``: the temporary file complete, not yet renamed;
-- ``after_rename``: the new file in place, nothing after it done;
-- for a checkpoint (TensorFlow updates its state file twice a save), ``partial`` cuts the
-  new checkpoint's data file in half, as a disk that lost the end of a write would leave
-  it (counted as ``checkpoints_cut``, not as a corrupt file: the trainer skips it for the
-  checkpoint before); ``before_rename`` stops before the state file update,
-  ``after_rename`` after it.
+- ``after_rename``: the new file in place, nothing after it done.
 
 ``resume`` runs each killed directory to its end in one process (each run seeds itself
 the same way; :func:`resume` does it in the calling process) and writes ``weights.npz``
@@ -58,10 +52,9 @@ def _halve(path):
             f.truncate(path.stat().st_size // 2)
 
 
-def install(kill_at=None, trace=False, checkpoints=True):
-    """Number the writes of this process (see the module docstring), TensorFlow's
-    checkpoints among them with ``checkpoints``; kill it at ``kill_at`` = ``(event,
-    stage)``."""
+def install(kill_at=None, trace=False):
+    """Number the writes of this process (see the module docstring); kill it at
+    ``kill_at`` = ``(event, stage)``."""
     from nemot import files
 
     atomic_path = files.atomic_path
@@ -86,25 +79,6 @@ def install(kill_at=None, trace=False, checkpoints=True):
             _die()
 
     files.atomic_path = counted
-    if not checkpoints:
-        return
-    from tensorflow.python.checkpoint import checkpoint_management
-
-    update_state = checkpoint_management.update_checkpoint_state_internal
-
-    def counted_state(save_dir, model_checkpoint_path, *args, **kwargs):
-        index = event(f"checkpoint {Path(model_checkpoint_path).name}")
-        if kill_at == (index, "partial"):
-            for data in Path(save_dir).glob(f"{Path(model_checkpoint_path).name}.data-*"):
-                _halve(data)
-            _die()
-        if kill_at == (index, "before_rename"):
-            _die()
-        update_state(save_dir, model_checkpoint_path, *args, **kwargs)
-        if kill_at == (index, "after_rename"):
-            _die()
-
-    checkpoint_management.update_checkpoint_state_internal = counted_state
 
 
 # ---------------------------------------------------------------- the runs
@@ -178,13 +152,9 @@ def check_files(out):
             keras.backend.clear_session()
     latest = checkpoints.latest_checkpoint(out / "train_state")
     if latest is not None:
-        import tensorflow as tf
-
         try:
-            reader = tf.train.load_checkpoint(latest)
-            for key in reader.get_variable_to_shape_map():
-                reader.get_tensor(key)
-        except (tf.errors.OpError, ValueError, IndexError) as error:  # a cut data file
+            checkpoints.read(latest)
+        except checkpoints.UNREADABLE as error:
             corrupt.append(f"{Path(latest).name} ({type(error).__name__})")
     return corrupt
 
@@ -285,8 +255,8 @@ def training_sweep(root, points=None, jobs=1, resume_here=False):
         assert code == 0, err[-3000:]
         points = [(index, stage) for index, _ in events(out) for stage in STAGES]
         shutil.rmtree(root / "trace")
-    counts = {"kill_points": len(points), "killed": 0, "corrupt_files": 0, "checkpoints_cut": 0,
-              "resumed": 0, "resumed_identically": 0, "named_errors": 0, "crashes": 0}
+    counts = {"kill_points": len(points), "killed": 0, "corrupt_files": 0, "resumed": 0,
+              "resumed_identically": 0, "named_errors": 0, "crashes": 0}
     details = []
     # In batches, each directory removed once counted: a run directory holds ~300 MB.
     batch = 4 * jobs
@@ -312,13 +282,7 @@ def training_sweep(root, points=None, jobs=1, resume_here=False):
             mine = [(kind, rest) for kind, path, rest, *_ in lines if path == str(directory)]
             corrupt = next((json.loads(rest) for kind, rest in mine if kind == "CORRUPT"), None)
             outcome = next((kind for kind, _ in mine if kind != "CORRUPT"), "CRASH")
-            # A checkpoint this harness cut itself (``partial`` after the state file names
-            # it) is the fault injected, not a write the kill broke.
-            write = dict(events(stdout)).get(i) or ""
-            cut = [name for name in corrupt or [] if stage == "partial"
-                   and write.startswith("checkpoint ") and name.startswith(write.split()[1] + " ")]
-            counts["checkpoints_cut"] += len(cut)
-            counts["corrupt_files"] += len(corrupt or []) - len(cut)
+            counts["corrupt_files"] += len(corrupt or [])
             identical = outcome == "RESUMED" and same_weights(directory, reference) and \
                 _same_file(directory / "best.json", reference / "best.json") and \
                 _validation_results(directory) == _validation_results(reference)
@@ -380,7 +344,7 @@ def main(argv=None):
         index, stage = args.kill_at.split(":")
         kill_at = (int(index), stage)
     if args.command == "data_prep":
-        install(kill_at, args.trace, checkpoints=False)
+        install(kill_at, args.trace)
         print(json.dumps(data_prep(*args.paths)))
         return 0
     import tensorflow as tf

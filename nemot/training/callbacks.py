@@ -1,10 +1,12 @@
 """Keras callbacks of a training run: checkpoints, the NaN guard, validation, logs.
 
-They work the same under ``model.fit`` and under the multi-worker loop of
-:mod:`nemot.training.distributed`, which drives them through a
+They work the same under ``model.fit`` (TensorFlow or JAX) and under the multi-worker
+loop of :mod:`nemot.training.distributed`, which drives them through a
 ``keras.callbacks.CallbackList``. The global step is always the optimizer's
 ``iterations``, so TensorBoard curves and checkpoint numbers continue across
-a resumed run.
+a resumed run. Under JAX, ``fit`` holds the training state apart from the model's
+variables between steps and ``self.model`` copies it back: the callbacks count the steps
+themselves (:class:`StepCounting`) and touch the model only on the steps where they act.
 
 Order matters (the trainer passes them in this order): the NaN guard first,
 so that nothing is saved after a non-finite loss; validation before the
@@ -20,6 +22,7 @@ import os
 import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from nemot import files
 from nemot.evaluation.plots import TRAINING_LOG_COLUMNS
@@ -37,7 +40,24 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the message says where the last good checkpoint is."""
 
 
-class NonFiniteGuard(keras.callbacks.Callback):
+class StepCounting(keras.callbacks.Callback):
+    """A callback that knows the global step after each batch without reading the model:
+    the optimizer's ``iterations`` when training begins, plus the batches since."""
+
+    def __init__(self):
+        super().__init__()
+        self.global_step = 0
+
+    def on_train_begin(self, logs=None):
+        from nemot.training.checkpoints import host_array
+
+        self.global_step = int(host_array(self.model.optimizer.iterations))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.global_step += 1
+
+
+class NonFiniteGuard(StepCounting):
     """Stop at the first non-finite training loss and remember why.
 
     ``failure`` is None while training is healthy; otherwise a message with the
@@ -49,14 +69,14 @@ class NonFiniteGuard(keras.callbacks.Callback):
         self.failure = None
 
     def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
         loss = _value(logs, "loss")
         if loss is not None and not math.isfinite(loss):
-            step = int(self.model.optimizer.iterations.numpy())
-            self.failure = f"training loss became {loss} at step {step}"
+            self.failure = f"training loss became {loss} at step {self.global_step}"
             self.model.stop_training = True
 
 
-class StepCheckpoint(keras.callbacks.Callback):
+class StepCheckpoint(StepCounting):
     """Save a :class:`TrainingCheckpoint` every ``every`` steps and at each epoch end.
 
     Nothing is saved once ``guard.failure`` is set, so the newest checkpoint
@@ -71,13 +91,13 @@ class StepCheckpoint(keras.callbacks.Callback):
         self.last_saved = None
 
     def _save(self):
+        model = self.model  # under JAX, the training state copied back to the variables
         step = self.checkpoint.step
         if self.guard.failure is not None or step == self.last_saved:
             return
         # A step's loss is only seen one step later; the weights are checked
         # now so that a saved checkpoint is always a good one.
-        if not all(bool(tf.reduce_all(tf.math.is_finite(v.value)))
-                   for v in self.model.trainable_variables):
+        if not all(bool(ops.all(ops.isfinite(v.value))) for v in model.trainable_variables):
             self.guard.failure = f"weights became NaN or infinite at step {step}"
             self.model.stop_training = True
             return
@@ -85,18 +105,19 @@ class StepCheckpoint(keras.callbacks.Callback):
         self.last_saved = step
 
     def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
         # An epoch's last step is saved at the epoch's end, after validation has written
         # its results row and models, so that a run resumed from it has them.
         if batch + 1 == (self.params or {}).get("steps"):
             return
-        if self.every and self.checkpoint.step % self.every == 0:
+        if self.every and self.global_step % self.every == 0:
             self._save()
 
     def on_epoch_end(self, epoch, logs=None):
         self._save()
 
 
-class ScalarLogger(keras.callbacks.Callback):
+class ScalarLogger(StepCounting):
     """TensorBoard scalars at the global step: losses and learning rate every
     ``every`` steps, validation results at each epoch end.
 
@@ -114,8 +135,7 @@ class ScalarLogger(keras.callbacks.Callback):
     def _write(self, prefix, logs):
         if self.writer is None:
             return
-        step = int(self.model.optimizer.iterations.numpy())
-        with self.writer.as_default(step=step):
+        with self.writer.as_default(step=self.global_step):
             for key, value in (logs or {}).items():
                 if value is not None and np.ndim(value) == 0:
                     tf.summary.scalar(prefix + key, float(np.asarray(value)))
@@ -125,7 +145,8 @@ class ScalarLogger(keras.callbacks.Callback):
         self.writer.flush()
 
     def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) % self.every == 0:
+        super().on_train_batch_end(batch, logs)
+        if self.global_step % self.every == 0:
             self._write("train/", logs)
 
     def on_epoch_end(self, epoch, logs=None):

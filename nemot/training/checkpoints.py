@@ -1,36 +1,56 @@
-"""Training checkpoints: model, optimizer (step included) and dropout RNG state.
+"""Training checkpoints: model, optimizer (step included) and dropout RNG state, on
+TensorFlow and JAX alike.
 
-We use ``tf.train.CheckpointManager`` rather than Keras ``BackupAndRestore``:
-BackupAndRestore only resumes at epoch boundaries, while the thesis runs
-checkpoint every 5,000 (pre-training) or 10,000 (general training) steps of
-very long epochs, and it does not work with our multi-worker loop.
+We keep our own checkpoints rather than Keras ``BackupAndRestore``: it only resumes at
+epoch boundaries, while the thesis runs checkpoint every 5,000 (pre-training) or 10,000
+(general training) steps of very long epochs.
 
-A checkpoint holds:
+A checkpoint ``ckpt-<step>.npz`` is one file, written under a temporary name and renamed
+(:mod:`nemot.files`), so a kill at any moment leaves it whole or absent. It holds:
 
-- every model weight and every optimizer variable, the optimizer's
-  ``iterations`` included: the global step, from which the trainer derives
-  the epoch and the data position (the pipelines resume exactly at
-  ``start_batch=step``);
-- the state of every ``keras.random.SeedGenerator`` in the model (dropout):
-  Keras keeps these out of ``tf.train.Checkpoint`` tracking, so they are
-  added by hand. With them a resumed run draws the same dropout masks as an
-  uninterrupted one, and its final weights are the same.
+- every model variable and every optimizer variable, in the order the model and the
+  optimizer list them, the optimizer's ``iterations`` included: the global step, from
+  which the trainer derives the epoch, the learning-rate schedule's step and the data
+  position (the pipelines resume exactly at ``start_batch=step``);
+- among the model's variables, the state of every ``keras.random.SeedGenerator``
+  (dropout): with them a resumed run draws the same dropout masks as an uninterrupted
+  one, and its final weights are the same;
+- ``index``: a small JSON text naming each variable's path, shape and dtype, the step
+  and the backend that wrote it. Variables are matched by position (their paths carry
+  process-wide name counters, ``adam_1/...``, that another process numbers otherwise)
+  and checked by shape: a checkpoint of another model is refused, naming the variable.
+
+The file is the same whichever backend wrote it. A run directory of an earlier version
+holds ``tf.train`` checkpoints (``ckpt-<step>.index`` and ``.data-*`` files): the
+TensorFlow backend still resumes from them (and writes the new form from then on), JAX
+refuses them by name.
 
 Example:
     >>> ckpt = TrainingCheckpoint(model, "checkpoints/race/train_state", keep=5)
     >>> step = ckpt.restore()          # 0 when there is nothing to restore
-    >>> ckpt.save()                    # ckpt-<step>
+    >>> ckpt.save()                    # ckpt-<step>.npz
 """
 
+import json
 import logging
 import os
-import shutil
+import re
+import zipfile
+from pathlib import Path
 
-import tensorflow as tf
+import keras
+import numpy as np
 
+from nemot import files
 from nemot.errors import UserError
 
 logger = logging.getLogger(__name__)
+FORMAT = "nemot-train-state-1"
+NAME = re.compile(r"ckpt-(\d+)\.npz")
+# An earlier version's tf.train checkpoints: ckpt-<step>.index beside its data files.
+LEGACY = re.compile(r"ckpt-(\d+)\.index")
+# What reading a cut or foreign file raises.
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
 class CheckpointError(UserError, ValueError):
@@ -42,19 +62,60 @@ def seed_states(model):
     return [v for v in model.non_trainable_variables if "seed_generator_state" in v.path]
 
 
-def _tf_variable(variable):
-    """The ``tf.Variable`` behind a Keras variable (TensorFlow backend)."""
-    return getattr(variable, "value", variable)
+def host_array(variable):
+    """A variable's value as numpy on this host: under JAX across several hosts, the
+    part this host holds (the variables are replicated, so any part is the whole)."""
+    value = variable.value
+    if getattr(value, "is_fully_addressable", True) is False:
+        value = value.addressable_data(0)
+    return np.asarray(keras.ops.convert_to_numpy(value))
+
+
+def _steps(directory, pattern):
+    """``{step: path}`` of the files in ``directory`` whose names match ``pattern``."""
+    if not os.path.isdir(directory):
+        return {}
+    found = {}
+    for name in os.listdir(directory):
+        match = pattern.fullmatch(name)
+        if match:
+            found[int(match.group(1))] = os.path.join(directory, name)
+    return found
 
 
 def latest_checkpoint(directory):
-    """Path prefix of the newest checkpoint in ``directory`` (``.../ckpt-<step>``), or None."""
-    return tf.train.latest_checkpoint(str(directory))
+    """Path of the newest checkpoint in ``directory`` (``.../ckpt-<step>.npz``, or an
+    earlier version's ``.../ckpt-<step>`` prefix), or None."""
+    saved = _steps(str(directory), NAME) or {
+        step: path[:-len(".index")] for step, path in _steps(str(directory), LEGACY).items()}
+    return saved[max(saved)] if saved else None
 
 
 def checkpoint_step(path):
-    """The global step a checkpoint holds, from its name ``ckpt-<step>``."""
-    return int(str(path).rsplit("-", 1)[1])
+    """The global step a checkpoint holds, from its name ``ckpt-<step>[.npz]``."""
+    return int(re.fullmatch(r"ckpt-(\d+)(\.npz)?", Path(path).name).group(1))
+
+
+def _variable_groups(model):
+    return {"model": list(model.variables), "optimizer": list(model.optimizer.variables)}
+
+
+def read(path):
+    """``(index, arrays)`` of the checkpoint file ``path``: the JSON index and
+    ``{"model/<i>" | "optimizer/<i>": array}``; a cut or foreign file raises one of
+    :data:`UNREADABLE`."""
+    with np.load(path, allow_pickle=False) as data:
+        index = json.loads(str(data["index"]))
+        if index.get("format") != FORMAT:
+            raise ValueError(f"not a training checkpoint ({index.get('format')!r})")
+        arrays = {key: data[key] for key in data.files if key != "index"}
+    for group, entries in index["variables"].items():
+        for i, (_, _, dtype) in enumerate(entries):
+            if dtype == "bfloat16":  # stored as its bits: numpy has no bfloat16
+                import ml_dtypes
+
+                arrays[f"{group}/{i}"] = arrays[f"{group}/{i}"].view(ml_dtypes.bfloat16)
+    return index, arrays
 
 
 class TrainingCheckpoint:
@@ -62,74 +123,140 @@ class TrainingCheckpoint:
 
     Args:
         model: a compiled keras.Model (its optimizer is built here if needed).
-        directory: where ``ckpt-<step>`` files go.
+        directory: where ``ckpt-<step>.npz`` files go.
         keep: how many checkpoints to keep.
-        is_chief: multi-worker training: every worker must call :meth:`save`
-            (the save reads distributed variables together), but only the chief
-            writes to ``directory``; the others write to a scratch directory
-            that is deleted again.
+        is_chief: several workers or hosts: only the chief writes (every one holds the
+            same replicated values); the others' :meth:`save` does nothing.
     """
 
-    def __init__(self, model, directory, keep=5, is_chief=True, worker_id=0):
+    def __init__(self, model, directory, keep=5, is_chief=True):
         self.model = model
         self.directory = str(directory)
+        self.keep = max(int(keep), 1)
         self.is_chief = is_chief
         optimizer = model.optimizer
         if not optimizer.built:
             optimizer.build(model.trainable_variables)
-        self.checkpoint = tf.train.Checkpoint(
-            model=model, optimizer=optimizer,
-            rng=[_tf_variable(v) for v in seed_states(model)])
-        target = self.directory if is_chief else os.path.join(
-            self.directory, f".worker_{worker_id}_scratch")
-        self.manager = tf.train.CheckpointManager(self.checkpoint, target, max_to_keep=keep,
-                                                  checkpoint_name="ckpt")
         self.restored = None
+        if is_chief and os.path.isdir(self.directory):
+            files.remove_stale_temporaries(self.directory)
 
     @property
     def step(self):
         """The global step: the optimizer's iteration count."""
-        return int(self.model.optimizer.iterations.numpy())
+        return int(host_array(self.model.optimizer.iterations))
 
     @property
     def latest(self):
-        """Path prefix of the newest checkpoint in ``directory``, or None."""
+        """Path of the newest checkpoint in ``directory``, or None."""
         return latest_checkpoint(self.directory)
 
     def restore(self):
         """Restore the newest readable checkpoint if there is one; returns the restored
         step (or 0).
 
-        A checkpoint whose files cannot be read (cut short by a disk that lost the end of
-        a write) is named in a warning and the one before it is restored: every
-        checkpoint holds the whole state, so the run repeats the steps in between and
-        ends as it would have. When none can be read, the error names the directory.
+        A checkpoint that cannot be read (cut short by a disk that lost the end of a
+        write) is named in a warning and the one before it is restored: every checkpoint
+        holds the whole state, so the run repeats the steps in between and ends as it
+        would have. When none can be read, the error names the directory.
         """
-        saved = list(self.manager.checkpoints)
-        latest = self.latest
-        if latest is not None and latest not in saved:
-            saved.append(latest)
+        saved = _steps(self.directory, NAME)
+        if not saved:
+            return self._restore_legacy()
         damaged = []
-        for path in reversed(saved):
+        for step in sorted(saved, reverse=True):
+            path = saved[step]
             try:
-                self.checkpoint.restore(path).assert_existing_objects_matched()
-            except (tf.errors.OpError, IndexError, ValueError) as error:
+                index, arrays = read(path)
+                self._check(index, arrays)
+            except UNREADABLE as error:
                 damaged.append(f"{os.path.basename(path)} ({type(error).__name__}: {error})")
                 continue
-            if damaged:
-                logger.warning("%s: skipped the unreadable checkpoint(s) %s; resumed from %s",
-                               self.directory, "; ".join(damaged), os.path.basename(path))
-            self.restored = path
-            return self.step
+            for group, variables in _variable_groups(self.model).items():
+                for i, variable in enumerate(variables):
+                    variable.assign(arrays[f"{group}/{i}"])
+            return self._restored(path, damaged)
+        raise CheckpointError(
+            f"{self.directory}: no checkpoint can be read ({'; '.join(damaged)}): "
+            "delete the directory to start the run again")
+
+    def _restored(self, path, damaged):
         if damaged:
+            logger.warning("%s: skipped the unreadable checkpoint(s) %s; resumed from %s",
+                           self.directory, "; ".join(damaged), os.path.basename(path))
+        self.restored = path
+        return self.step
+
+    def _check(self, index, arrays):
+        """Raise ValueError naming the first variable the checkpoint does not fit."""
+        for group, variables in _variable_groups(self.model).items():
+            entries = index["variables"].get(group, [])
+            if len(entries) != len(variables):
+                raise ValueError(f"it holds {len(entries)} {group} variables, this run's "
+                                 f"model has {len(variables)}")
+            for i, variable in enumerate(variables):
+                shape = arrays[f"{group}/{i}"].shape
+                if tuple(shape) != tuple(variable.shape):
+                    raise ValueError(f"{group} variable {variable.path} has shape "
+                                     f"{tuple(variable.shape)} here, {tuple(shape)} there "
+                                     f"({entries[i][0]})")
+
+    def _restore_legacy(self):
+        """Restore an earlier version's ``tf.train`` checkpoints (TensorFlow only)."""
+        saved = _steps(self.directory, LEGACY)
+        if not saved:
+            return 0
+        names = ", ".join(f"ckpt-{step}" for step in sorted(saved))
+        if keras.backend.backend() != "tensorflow":
             raise CheckpointError(
-                f"{self.directory}: no checkpoint can be read ({'; '.join(damaged)}): "
-                "delete the directory to start the run again")
-        return 0
+                f"{self.directory} holds TensorFlow checkpoints of an earlier nemot version "
+                f"({names}), which only the TensorFlow backend reads: resume the run once "
+                "with KERAS_BACKEND=tensorflow (its next checkpoint is written in the form "
+                "both read), or delete the directory to start again")
+        import tensorflow as tf
+
+        checkpoint = tf.train.Checkpoint(
+            model=self.model, optimizer=self.model.optimizer,
+            rng=[getattr(v, "value", v) for v in seed_states(self.model)])
+        damaged = []
+        for step in sorted(saved, reverse=True):
+            prefix = saved[step][:-len(".index")]
+            try:
+                checkpoint.restore(prefix).assert_existing_objects_matched()
+            except (tf.errors.OpError, IndexError, ValueError) as error:
+                damaged.append(f"{os.path.basename(prefix)} ({type(error).__name__}: {error})")
+                continue
+            logger.info("%s: resumed from the TensorFlow checkpoint %s of an earlier nemot "
+                        "version; new checkpoints are ckpt-<step>.npz", self.directory,
+                        os.path.basename(prefix))
+            return self._restored(prefix, damaged)
+        raise CheckpointError(
+            f"{self.directory}: no checkpoint can be read ({'; '.join(damaged)}): "
+            "delete the directory to start the run again")
 
     def save(self):
-        """Write ``ckpt-<step>`` (every worker calls this; see ``is_chief``)."""
-        path = self.manager.save(checkpoint_number=self.step)
+        """Write ``ckpt-<step>.npz`` and remove all but the newest ``keep``; returns its
+        path (None on a worker that is not the chief)."""
         if not self.is_chief:
-            shutil.rmtree(self.manager.directory, ignore_errors=True)
+            return None
+        step = self.step
+        index = {"format": FORMAT, "step": step, "backend": keras.backend.backend(),
+                 "variables": {}}
+        arrays = {"index": np.asarray("")}
+        for group, variables in _variable_groups(self.model).items():
+            index["variables"][group] = []
+            for i, variable in enumerate(variables):
+                value = host_array(variable)
+                index["variables"][group].append([variable.path, list(value.shape),
+                                                  str(value.dtype)])
+                arrays[f"{group}/{i}"] = value.view(np.uint16) if str(
+                    value.dtype) == "bfloat16" else value
+        arrays["index"] = np.asarray(json.dumps(index))
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"ckpt-{step}.npz")
+        with files.atomic_open(path, "wb") as handle:
+            np.savez(handle, **arrays)
+        saved = _steps(self.directory, NAME)
+        for old in sorted(saved)[:-self.keep]:
+            os.remove(saved[old])
         return path

@@ -59,8 +59,11 @@ def add_parser(subparsers):
                                            "Face GPT-2 directory, or 'none' for random "
                                            "weights (config key gpt2)")
         parser.add_argument("--strategy",
-                            help="distribution: default (one device), mirrored (all GPUs of "
-                                 "this host) or multi-worker (hosts from TF_CONFIG)")
+                            help="distribution: default (one device); TensorFlow: mirrored "
+                                 "(all GPUs of this host) or multi-worker (hosts from "
+                                 "TF_CONFIG); JAX: data-parallel (all devices of this host) "
+                                 "or multi-host (hosts from the cluster's environment, "
+                                 "docs/training.md)")
         parser.add_argument("--init-from", metavar="PATH",
                             help="a saved .keras model to start from, or a run's output "
                                  "directory (its model_last.keras); 'none' starts from the "

@@ -1,12 +1,19 @@
 """Distribution strategies and the multi-worker training loop.
 
-``--strategy default`` trains on the one default device, ``mirrored`` on all
-GPUs of one host (``tf.distribute.MirroredStrategy``), ``multi-worker`` on
-several hosts (``tf.distribute.MultiWorkerMirroredStrategy``; the cluster comes
-from ``TF_CONFIG``). The engine is always TensorFlow's: its all-reduce
-collectives sum the gradients and the loss's target counts
-(:mod:`nemot.models.losses`), so any strategy computes what one device
-computes on the same global batch.
+The strategies of each Keras backend (:data:`STRATEGIES`):
+
+- TensorFlow: ``default`` trains on the one default device, ``mirrored`` on all GPUs of
+  one host (``tf.distribute.MirroredStrategy``), ``multi-worker`` on several hosts
+  (``tf.distribute.MultiWorkerMirroredStrategy``; the cluster comes from ``TF_CONFIG``).
+  Its all-reduce collectives sum the gradients and the loss's target counts
+  (:mod:`nemot.models.losses`).
+- JAX: ``default`` one device, ``data-parallel`` all local devices
+  (``keras.distribution.DataParallel``), ``multi-host`` every device of several hosts
+  (``jax.distributed.initialize`` from the cluster's environment, then ``DataParallel``
+  over all of them; each host reads its own slice of every global batch). A step is one
+  program on global arrays, so the loss's sums are global already.
+
+Either way any strategy computes what one device computes on the same global batch.
 
 Why ``model.fit`` is not used under ``MultiWorkerMirroredStrategy``
 (keras-team/keras#20585, tensorflow/tensorflow#72388). With TF 2.21 /
@@ -49,11 +56,29 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-STRATEGIES = ("default", "mirrored", "multi-worker")
+STRATEGIES = {"tensorflow": ("default", "mirrored", "multi-worker"),
+              "jax": ("default", "data-parallel", "multi-host")}
+# Every name, whichever backend: a run config names any (make_strategy checks the backend).
+ALL_STRATEGIES = tuple(dict.fromkeys(n for names in STRATEGIES.values() for n in names))
+# keras.distribution.initialize's environment: the coordinator's address (or every
+# host's, comma-separated), the number of processes and this one's index.
+KERAS_CLUSTER_ENV = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                     "KERAS_DISTRIBUTION_PROCESS_ID")
 
 
 def make_strategy(name):
-    """The ``tf.distribute`` strategy called ``name`` (one of :data:`STRATEGIES`)."""
+    """The strategy called ``name`` on the active Keras backend (one of
+    :data:`STRATEGIES`); a name of the other backend is refused, naming those of this
+    one."""
+    backend = keras.backend.backend()
+    names = STRATEGIES.get(backend, STRATEGIES["tensorflow"])
+    if name not in names:
+        other = [b for b, n in STRATEGIES.items() if name in n and b != backend]
+        where = f" (a {other[0]} strategy)" if other else ""
+        raise ValueError(f"strategy {name!r}{where}: on KERAS_BACKEND={backend} expected "
+                         f"one of {names}")
+    if backend == "jax":
+        return JaxStrategy(name)
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -67,7 +92,69 @@ def make_strategy(name):
         options = tf.distribute.experimental.CommunicationOptions(
             implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
         return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    raise ValueError(f"strategy {name!r}: expected one of {STRATEGIES}")
+
+
+class JaxStrategy:
+    """A JAX strategy with the few members of a ``tf.distribute`` strategy the trainer
+    uses: ``scope()`` (here: ``keras.distribution.DataParallel`` over the devices, or
+    nothing for ``default``), ``num_replicas_in_sync``, and this host's place
+    (``process_index`` of ``process_count``)."""
+
+    def __init__(self, name):
+        import jax
+
+        self.name = name
+        if name == "multi-host" and not jax.distributed.is_initialized():
+            _initialize_hosts()
+        devices = jax.devices() if name != "default" else jax.devices()[:1]
+        self.num_replicas_in_sync = len(devices)
+        self.process_index, self.process_count = jax.process_index(), jax.process_count()
+        # Each host reads its own slice of the global batch (input_context): no sharding
+        # of a global dataset by Keras.
+        self.distribution = None if name == "default" else keras.distribution.DataParallel(
+            devices=devices, auto_shard_dataset=False)
+
+    def scope(self):
+        import contextlib
+
+        return contextlib.nullcontext() if self.distribution is None \
+            else self.distribution.scope()
+
+    def input_context(self):
+        """This host's share of each global batch (None on one host: all of it)."""
+        if self.process_count == 1:
+            return None
+        return tf.distribute.InputContext(num_input_pipelines=self.process_count,
+                                          input_pipeline_id=self.process_index,
+                                          num_replicas_in_sync=self.process_count)
+
+
+def _initialize_hosts():
+    """``jax.distributed.initialize`` from the cluster's environment: Keras's variables
+    (:data:`KERAS_CLUSTER_ENV`) when set, otherwise what JAX detects itself (SLURM, Open
+    MPI, Kubernetes, Cloud TPU)."""
+    import jax
+
+    if all(key in os.environ for key in KERAS_CLUSTER_ENV):
+        try:
+            processes = int(os.environ[KERAS_CLUSTER_ENV[1]])
+            process = int(os.environ[KERAS_CLUSTER_ENV[2]])
+        except ValueError:
+            raise ValueError(f"--strategy multi-host: {KERAS_CLUSTER_ENV[1]} and "
+                             f"{KERAS_CLUSTER_ENV[2]} must be integers") from None
+        keras.distribution.initialize(os.environ[KERAS_CLUSTER_ENV[0]], processes, process)
+        return
+    try:
+        jax.distributed.initialize()
+    except (ValueError, RuntimeError) as error:
+        raise ValueError(f"--strategy multi-host: no cluster found in the environment "
+                         f"({error}); set {', '.join(KERAS_CLUSTER_ENV)} (the coordinator's "
+                         "host:port, the number of hosts and this host's index from 0) or "
+                         "run under SLURM or Open MPI") from None
+
+
+def is_jax(strategy):
+    return isinstance(strategy, JaxStrategy)
 
 
 def is_multi_worker(strategy):
@@ -97,7 +184,10 @@ def distribute(strategy, dataset_fn, global_batch_size):
 
 
 def worker_info(strategy):
-    """``(is_chief, worker_index)``; worker 0 is the chief (no separate chief task)."""
+    """``(is_chief, worker_index)``; worker 0 (JAX: process 0) is the chief (no separate
+    chief task)."""
+    if is_jax(strategy):
+        return strategy.process_index == 0, strategy.process_index
     if not is_multi_worker(strategy):
         return True, 0
     task = json.loads(os.environ["TF_CONFIG"]).get("task", {})

@@ -17,7 +17,7 @@ at any moment leaves each one whole; ``.lock`` names the process writing it,
 
     .lock                      the process id of the run writing here (while it runs)
     config.toml                the resolved run config (when given)
-    train_state/ckpt-<step>*   training checkpoints (tf.train.CheckpointManager, keep K)
+    train_state/ckpt-<step>.npz  training checkpoints (keep K; nemot.training.checkpoints)
     logs/                      TensorBoard scalars
     results.csv                epoch, loss, val_loss, val_metric (+ per-term losses, extras)
     best.json                  the ♣ / ♠ epochs and values
@@ -45,7 +45,7 @@ from nemot.training import callbacks as cb
 from nemot.training.checkpoints import TrainingCheckpoint
 
 logger = logging.getLogger(__name__)
-# Training checkpoints of a run: <out_dir>/train_state/ckpt-<step>.
+# Training checkpoints of a run: <out_dir>/train_state/ckpt-<step>.npz.
 TRAIN_STATE = "train_state"
 
 
@@ -60,9 +60,11 @@ class TrainConfig:
             training split (fine-tuning only).
         checkpoint_every: save a training checkpoint every N steps (0 = at epoch ends only).
         keep_checkpoints: how many training checkpoints to keep.
-        strategy: ``default`` (one device), ``mirrored`` or ``multi-worker``.
+        strategy: ``default`` (one device); TensorFlow ``mirrored`` or ``multi-worker``,
+            JAX ``data-parallel`` or ``multi-host`` (:mod:`nemot.training.distributed`).
         mixed_precision: ``None`` or a Keras dtype policy (``mixed_bfloat16``).
-        jit_compile: XLA-compile the train step.
+        jit_compile: XLA-compile the train step (TensorFlow; NeMoT's runs on JAX always
+            compile it).
         decode_jit_compile: XLA-compile the validation decoding loop.
         init_blocks_from_lm: general training: copy the ``lm`` output block into
             ``mqa``/``gqa`` (thesis §3.5.3); False = leave them random, as the
@@ -158,6 +160,13 @@ def freeze(model, paths):
 def _datasets(source, strategy, batch_size, start_batch):
     """Train (from ``start_batch``) and validation datasets, distributed when needed."""
     def distributed_or_plain(fn):
+        if distributed.is_jax(strategy):
+            # keras.distribution splits each host's batch over its devices.
+            if batch_size % strategy.num_replicas_in_sync:
+                raise ValueError(f"global batch size {batch_size} is not divisible by the "
+                                 f"{strategy.num_replicas_in_sync} devices of --strategy "
+                                 f"{strategy.name}")
+            return fn(batch_size=batch_size, input_context=strategy.input_context())
         if strategy.num_replicas_in_sync == 1 and not distributed.is_multi_worker(strategy):
             return fn(batch_size=batch_size, input_context=None)
         return distributed.distribute(strategy, fn, batch_size)
@@ -192,7 +201,8 @@ def run(build_model, source, train, out_dir, compile_model=None, seed=0, strateg
         train: a :class:`TrainConfig`.
         out_dir: the run directory.
         seed: ``keras.utils.set_random_seed`` before building.
-        strategy: a ``tf.distribute`` strategy (default from ``train.strategy``).
+        strategy: a strategy of :func:`nemot.training.distributed.make_strategy` (default
+            from ``train.strategy``).
         callbacks: more Keras callbacks, run after the trainer's own.
         config_toml: text written to ``<out_dir>/config.toml`` (the resolved config).
         perplexity: also log ``val_perplexity`` = exp(val_loss) (language modelling).
@@ -245,11 +255,13 @@ def _build(build_model, compile_model, train, strategy):
 
 def _run(build_model, compile_model, source, train, out_dir, strategy, extra_callbacks,
          config_toml, perplexity):
-    is_chief, worker = distributed.worker_info(strategy)
+    is_chief, _ = distributed.worker_info(strategy)
     os.makedirs(out_dir, exist_ok=True)
-    with directory_lock(out_dir, is_chief):
+    # JAX: the distribution stays set while fit runs (it lays out each batch).
+    with directory_lock(out_dir, is_chief), (
+            strategy.scope() if distributed.is_jax(strategy) else contextlib.nullcontext()):
         return _run_locked(build_model, compile_model, source, train, out_dir, strategy,
-                           extra_callbacks, config_toml, perplexity, is_chief, worker)
+                           extra_callbacks, config_toml, perplexity, is_chief)
 
 
 def directory_lock(out_dir, is_chief=True):
@@ -259,7 +271,7 @@ def directory_lock(out_dir, is_chief=True):
 
 
 def _run_locked(build_model, compile_model, source, train, out_dir, strategy, extra_callbacks,
-                config_toml, perplexity, is_chief, worker):
+                config_toml, perplexity, is_chief):
     from nemot.data.tf_errors import python_errors
 
     if is_chief and config_toml is not None:
@@ -267,8 +279,7 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
     model = _build(build_model, compile_model, train, strategy)
     with strategy.scope():
         checkpoint = TrainingCheckpoint(model, os.path.join(out_dir, TRAIN_STATE),
-                                        keep=train.keep_checkpoints, is_chief=is_chief,
-                                        worker_id=worker)
+                                        keep=train.keep_checkpoints, is_chief=is_chief)
         step = checkpoint.restore()
     spe, epochs = train.steps_per_epoch or source.steps_per_epoch, train.epochs
     if step:

@@ -31,7 +31,7 @@ from nemot.config import NeMoTConfig
 from nemot.data.config import DataConfig
 from nemot.models.losses import NeMoTLoss
 from nemot.models.registry import MODEL_NAMES
-from nemot.training.distributed import STRATEGIES
+from nemot.training.distributed import ALL_STRATEGIES
 from nemot.training.loop import TrainConfig
 from nemot.training.schedules import build_schedule
 # The TOML side, without a backend; dump_toml is also this module's for its callers.
@@ -162,7 +162,7 @@ def run_config_from_dict(data, source="<dict>"):
         data_cfg.check(source)
     except ValueError as error:
         raise RunConfigError(str(error)) from None
-    _choice(source, "train.strategy", train.strategy, STRATEGIES)
+    _choice(source, "train.strategy", train.strategy, ALL_STRATEGIES)
     _choice(source, "train.optimizer", train.optimizer, ("adam", "sgd"))
     _choice(source, "train.mixed_precision", train.mixed_precision, MIXED_PRECISION)
     for key in ("batch_size", "epochs"):

@@ -132,7 +132,9 @@ def copy_output_block(model, source="lm", targets=("mqa", "gqa")):
             raise ValueError(f"output block {name!r} is not in the model's "
                              f"output_blocks {list(blocks)}")
         for src, dst in zip(blocks[source].weights, blocks[name].weights, strict=True):
-            dst.assign(src)
+            # A copy: on JAX an assigned array is shared, and a training step that donates
+            # every variable's buffer cannot take one buffer twice.
+            dst.assign(keras.ops.copy(src))
 
 
 def start_from(model, cfg):
@@ -171,9 +173,12 @@ def build_model(cfg):
 
 
 def compile_model(model, cfg):
-    """Adam (or SGD) on the run's schedule, the run's loss weights."""
+    """Adam (or SGD) on the run's schedule, the run's loss weights. On JAX the step is
+    always compiled (``train.jit_compile`` is TensorFlow's choice): uncompiled, JAX runs
+    it one operation at a time."""
     optimizer = OPTIMIZERS[cfg.train.optimizer](learning_rate=build_schedule(cfg.schedule))
-    model.compile(optimizer=optimizer, loss=cfg.loss, jit_compile=cfg.train.jit_compile)
+    model.compile(optimizer=optimizer, loss=cfg.loss,
+                  jit_compile=cfg.train.jit_compile or keras.backend.backend() == "jax")
 
 
 def build_and_compile(cfg, strategy):
@@ -244,7 +249,8 @@ def train(cfg, out_dir=None, strategy=None, tokenizer=None, source=None, callbac
     Args:
         cfg: a :class:`nemot.training.run_config.RunConfig`.
         out_dir: output directory (default ``checkpoints/<name>``).
-        strategy: a ``tf.distribute`` strategy (default from ``cfg.train.strategy``).
+        strategy: a strategy of :func:`nemot.training.distributed.make_strategy` (default
+            from ``cfg.train.strategy``).
         tokenizer: for the data (default the offline GPT-2 tokenizer).
         source: a :class:`DataSource` replacing the one ``cfg.data`` describes (e.g.
             :func:`examples_source` of synthetic examples), with ``task_tokens``

@@ -121,8 +121,8 @@ def test_two_workers_end_with_identical_weights(runs):
     history = _history(multi / "history0.json")
     assert history["step"] == 4
     # Only the chief (worker 0) wrote checkpoints and results.
-    assert sorted(p.name for p in (multi / "train_state").glob("ckpt-*.index")) == [
-        "ckpt-2.index", "ckpt-4.index"]
+    assert sorted(p.name for p in (multi / "train_state").glob("ckpt-*.npz")) == [
+        "ckpt-2.npz", "ckpt-4.npz"]
     assert not list((multi / "train_state").glob(".worker_*"))
 
 
@@ -130,6 +130,10 @@ def test_strategy_names():
     assert distributed.make_strategy("default").num_replicas_in_sync == 1
     with pytest.raises(ValueError, match="expected one of"):
         distributed.make_strategy("tpu")
+    with pytest.raises(ValueError, match=r"^strategy 'data-parallel' \(a jax strategy\): on "
+                                         r"KERAS_BACKEND=tensorflow expected one of \('default', "
+                                         r"'mirrored', 'multi-worker'\)$"):
+        distributed.make_strategy("data-parallel")
     env = os.environ.pop("TF_CONFIG", None)
     try:
         with pytest.raises(ValueError, match="TF_CONFIG"):

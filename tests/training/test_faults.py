@@ -19,17 +19,16 @@ from tests.data import fixtures
 
 
 def test_a_training_run_killed_inside_its_writes_resumes_identically(tmp_path):
-    # Write event 8 of the tiny run (tests/faults.py --trace) is the checkpoint at its step
-    # 4. Writes cut half way (the .keras models, results.csv) are tests/test_files.py's;
-    # `python -m bench faults` kills the run at every write. The killed run is a process of
-    # its own; the uninterrupted run and the next command run in this one, which the
+    # Write event 7 of the tiny run (tests/faults.py --trace) is the checkpoint at its step
+    # 4, killed half written. Writes cut half way (the .keras models, results.csv) are
+    # tests/test_files.py's; `python -m bench faults` kills the run at every write. The
+    # killed run is a process of its own; the uninterrupted run and the next command run in this one, which the
     # file's other tests load TensorFlow into anyway.
-    counts, details = faults.training_sweep(tmp_path, [(8, "partial")], jobs=1,
+    counts, details = faults.training_sweep(tmp_path, [(7, "partial")], jobs=1,
                                             resume_here=True)
-    assert [d["write"] for d in details] == ["checkpoint ckpt-4"], details
-    assert counts == {"kill_points": 1, "killed": 1, "corrupt_files": 0, "checkpoints_cut": 0,
-                      "resumed": 1, "resumed_identically": 1, "named_errors": 0,
-                      "crashes": 0}, details
+    assert [d["write"] for d in details] == ["write ckpt-4.npz"], details
+    assert counts == {"kill_points": 1, "killed": 1, "corrupt_files": 0, "resumed": 1,
+                      "resumed_identically": 1, "named_errors": 0, "crashes": 0}, details
 
 
 def test_a_data_prep_run_killed_inside_a_shard_write_finishes_identically(tmp_path):
@@ -134,7 +133,7 @@ def test_a_cut_newest_checkpoint_is_skipped_for_the_one_before_it(tmp_path, capl
         saved.layers[0].kernel.assign(np.full((3, 2), step, "float32"))
         kernels[step] = saved.layers[0].kernel.numpy()
         checkpoint.save()
-    _cut(next(tmp_path.glob("ckpt-4.data-*")))
+    _cut(tmp_path / "ckpt-4.npz")
 
     restored = model()
     with caplog.at_level("WARNING", logger="nemot.training.checkpoints"):
@@ -143,6 +142,48 @@ def test_a_cut_newest_checkpoint_is_skipped_for_the_one_before_it(tmp_path, capl
     assert "skipped the unreadable checkpoint(s) ckpt-4" in caplog.text
     assert "resumed from ckpt-2" in caplog.text
 
-    _cut(next(tmp_path.glob("ckpt-2.data-*")))
+    _cut(tmp_path / "ckpt-2.npz")
     with pytest.raises(CheckpointError, match="no checkpoint can be read .*ckpt-4.*ckpt-2"):
         TrainingCheckpoint(model(), tmp_path).restore()
+
+
+def test_an_earlier_versions_tensorflow_checkpoint_still_resumes(tmp_path, caplog):
+    # A run directory of an earlier version: tf.train checkpoints of the model, the
+    # optimizer and the seed generators' states, as that version wrote them.
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from nemot.training.checkpoints import TrainingCheckpoint, seed_states
+
+    class Noisy(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.seeds = keras.random.SeedGenerator(1)
+
+    def model():
+        net = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), Noisy()])
+        net.compile(keras.optimizers.Adam())
+        net.optimizer.build(net.trainable_variables)
+        return net
+
+    old = model()
+    old.optimizer.iterations.assign(4)
+    old.layers[0].kernel.assign(np.full((3, 2), 4, "float32"))
+    seed_states(old)[0].assign(np.array([7, 9], seed_states(old)[0].dtype))
+    legacy = tf.train.Checkpoint(model=old, optimizer=old.optimizer,
+                                 rng=[v.value for v in seed_states(old)])
+    tf.train.CheckpointManager(legacy, tmp_path, max_to_keep=2, checkpoint_name="ckpt").save(
+        checkpoint_number=4)
+
+    new = model()
+    checkpoint = TrainingCheckpoint(new, tmp_path)
+    with caplog.at_level("INFO", logger="nemot.training.checkpoints"):
+        assert checkpoint.restore() == 4
+    assert "resumed from the TensorFlow checkpoint ckpt-4 of an earlier nemot" in caplog.text
+    np.testing.assert_array_equal(new.layers[0].kernel.numpy(), np.full((3, 2), 4))
+    np.testing.assert_array_equal(seed_states(new)[0].numpy(), [7, 9])
+    # Its next checkpoint is the new form, which the next resume reads first.
+    new.optimizer.iterations.assign(6)
+    assert checkpoint.save() == str(tmp_path / "ckpt-6.npz")
+    assert TrainingCheckpoint(model(), tmp_path).restore() == 6

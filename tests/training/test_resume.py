@@ -52,13 +52,13 @@ def test_sigkill_then_resume_gives_the_uninterrupted_weights(tmp_path, caplog):
     # Killed after step 5: the newest checkpoint is step 4 (every 2 steps), so
     # steps 5.. are redone, across the epoch boundary at step 4.
     state = interrupted / "train_state"
-    assert sorted(p.name for p in state.glob("ckpt-*.index")) == [
-        "ckpt-2.index", "ckpt-4.index"]
+    assert sorted(p.name for p in state.glob("ckpt-*.npz")) == [
+        "ckpt-2.npz", "ckpt-4.npz"]
     assert not (interrupted / "weights.npz").exists()
     with caplog.at_level("INFO", logger="nemot.training"):
         worker.run(interrupted)
     # Resumed, not started again (that too would end at the reference's weights).
-    assert f"resumed from step 4 (checkpoint {state / 'ckpt-4'})" in caplog.text
+    assert f"resumed from step 4 (checkpoint {state / 'ckpt-4.npz'})" in caplog.text
     final = np.load(interrupted / "weights.npz")
     expected = np.load(reference / "weights.npz")
     assert sorted(final.files) == sorted(expected.files)

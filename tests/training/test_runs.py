@@ -114,8 +114,8 @@ def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys, caplog):
             for name in ("model_last", "model_best_loss", "model_best_metric")}
     for name, model in kept.items():
         assert model.config.max_text_length == 64, name
-    assert sorted(p.name for p in (out / "train_state").glob("ckpt-*.index")) == [
-        "ckpt-3.index", "ckpt-4.index"]                               # keep 2
+    assert sorted(p.name for p in (out / "train_state").glob("ckpt-*.npz")) == [
+        "ckpt-3.npz", "ckpt-4.npz"]                               # keep 2
     assert list((out / "logs").iterdir())
     assert "done: step 4" in capsys.readouterr().out
     last = kept["model_last"]
@@ -125,9 +125,9 @@ def test_finetune_cli_keeps_best_models_and_resumes(tmp_path, capsys, caplog):
         assert cli.main(["finetune", "--config", str(config), "--out", str(out),
                          "--epochs", "3"]) == 0
     assert f"resuming {out} with a changed config: train.epochs 2 -> 3" in caplog.text
-    assert (f"resumed from step 4 (checkpoint {out / 'train_state' / 'ckpt-4'}), data position: "
-            "global batch 4 of the training stream (example 8 at batch size 2), epoch 3 at "
-            "step 0 of 2") in caplog.text
+    assert (f"resumed from step 4 (checkpoint {out / 'train_state' / 'ckpt-4.npz'}), data "
+            "position: global batch 4 of the training stream (example 8 at batch size 2), "
+            "epoch 3 at step 0 of 2") in caplog.text
     assert [r["epoch"] for r in _rows(out / "results.csv")] == ["1", "2", "3"]
     assert "done: step 6" in capsys.readouterr().out
     resumed = keras.models.load_model(out / "model_last.keras")
@@ -151,9 +151,9 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
         trainer.train(cfg, out_dir=tmp_path, source=tiny_source(), callbacks=[Poison()])
     message = str(error.value)
     assert "training loss became nan at step 4" in message
-    assert str(tmp_path / "train_state" / "ckpt-2") in message
-    assert sorted(p.name for p in (tmp_path / "train_state").glob("ckpt-*.index")) == [
-        "ckpt-2.index"]
+    assert str(tmp_path / "train_state" / "ckpt-2.npz") in message
+    assert sorted(p.name for p in (tmp_path / "train_state").glob("ckpt-*.npz")) == [
+        "ckpt-2.npz"]
     assert not (tmp_path / "model_last.keras").exists()      # nothing written after the NaN
     keras.utils.set_random_seed(0)
     model = trainer.build_and_compile(cfg, trainer.distributed.make_strategy("default"))

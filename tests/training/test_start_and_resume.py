@@ -51,11 +51,10 @@ def test_init_from_is_checked_by_component_and_reported(tmp_path, caplog):
 
 def fake_run(out, cfg, step):
     """A run directory as far as a resume reads it before anything else: its
-    run_config.toml and a checkpoint index naming ``ckpt-<step>``."""
+    run_config.toml and a checkpoint named ``ckpt-<step>.npz``."""
     (out / "train_state").mkdir(parents=True)
     (out / "run_config.toml").write_text(dump_toml(cfg.to_dict()))
-    (out / "train_state" / "checkpoint").write_text(f'model_checkpoint_path: "ckpt-{step}"\n')
-    (out / "train_state" / f"ckpt-{step}.index").write_bytes(b"")
+    (out / "train_state" / f"ckpt-{step}.npz").write_bytes(b"")
 
 
 def test_resuming_with_another_preset_is_refused_before_anything_changes(tmp_path):

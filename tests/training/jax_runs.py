@@ -1,0 +1,189 @@
+"""Every training entry point on Keras's JAX backend, in one process of its own:
+``KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 python -m
+tests.training.jax_runs OUT`` writes ``OUT/report.json`` for tests/training/test_jax_runs.py.
+
+At tiny sizes, as the suite runs them on TensorFlow: ``nemot pretrain`` (C4 files, ``--gpt2
+none``), ``finetune`` (BoolQ, from the pre-trained model), ``train-general`` (RACE and
+BoolQ), ``evaluate`` and ``generate`` of the fine-tuned model, ``nemot runs`` of the NAMES
+LSTM on synthetic names and the demo's fast mode; the tiny run of tests/training/worker.py
+on one device and with ``--strategy data-parallel`` on two, dropout on; what a TensorFlow
+strategy and an earlier version's TensorFlow checkpoints get on JAX; and the fault
+point: the tiny run of tests/faults.py killed inside its checkpoint write at step 4 (a
+process of its own, started first, running beside the rest), then resumed here beside an
+uninterrupted run.
+"""
+
+import contextlib
+import io
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+# tests/faults.py --trace: write event 7 of the tiny run is ckpt-4.npz.
+KILL_AT = "7:partial"
+
+
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _command(argv):
+    """``nemot ARGV`` in this process: ``(exit status, stdout, stderr)``."""
+    from nemot import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main([str(a) for a in argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+def commands(root):
+    """The CLI commands' tiny forms; each one's status, the lines that matter, and the
+    files it wrote."""
+    from tests.data import fixtures
+
+    fixtures.write_c4(root / "c4")
+    fixtures.boolq(root / "data" / "boolq")
+    fixtures.race(root / "data" / "race")
+    quiet = ["--set", "train.verbose=0"]
+    report = {}
+    report["pretrain"] = _command([
+        "pretrain", "--config", ROOT / "configs" / "pretrain.toml", "--preset", "tiny",
+        "--gpt2", "none", "--data-dir", root / "c4", "--out", root / "pretrain", "--epochs", 1,
+        "--batch-size", 4, "--set", "train.steps_per_epoch=2", "--set",
+        "data.validation_batches=1", "--set", "model.max_text_length=32", *quiet])
+    pretrained = root / "pretrain" / "model_last.keras"
+    report["finetune"] = _command([
+        "finetune", "--config", ROOT / "configs" / "boolq.toml", "--preset", "tiny",
+        "--data-dir", root / "data" / "boolq", "--out", root / "boolq", "--epochs", 1,
+        "--batch-size", 2, "--set", f"train.init_from={json.dumps(str(pretrained))}",
+        "--set", "model.max_text_length=32", *quiet])
+    report["train-general"] = _command([
+        "train-general", "--config", ROOT / "configs" / "general.toml", "--preset", "tiny",
+        "--data-dir", root / "data", "--out", root / "general", "--epochs", 1,
+        "--set", 'data.datasets=["race", "boolq"]', "--set", "train.steps_per_epoch=2",
+        "--set", "train.init_from=", "--set", "data.max_new_tokens=2",
+        "--set", "model.max_text_length=32", *quiet])
+    finetuned = root / "boolq" / "model_best_metric.keras"
+    report["evaluate"] = _command([
+        "evaluate", "--checkpoint", finetuned, "--dataset", "boolq", "--split", "dev",
+        "--data-dir", root / "data" / "boolq", "--out", root / "eval"])
+    report["generate"] = _command([
+        "generate", "--checkpoint", finetuned, "--prompt", "<q> Is the sky blue? <sep>",
+        "--max-new-tokens", 3])
+    report["runs"] = _command([
+        "runs", "--config", ROOT / "configs" / "modact" / "names_lstm.toml", "--seeds", 1,
+        "--variants", "modulated", "--set", "data.synthetic=96", "--set", "train.epochs=1",
+        "--set", "model.hidden=8", "--set", "model.embedding_dim=8",
+        "--set", f"output_dir={json.dumps(str(root / 'names'))}"])
+    report = {name: {"status": status, "out": out[-2000:], "err": err[-2000:]}
+              for name, (status, out, err) in report.items()}
+    report["files"] = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                             if p.is_file() and "data" not in p.parts and "c4" not in p.parts)
+    return report
+
+
+def demo(root):
+    """The demo's fast mode: its summary."""
+    from nemot import demo as demo_module
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = demo_module.main(["--out", str(root / "demo"), "--fast"])
+    return {"status": status, **json.loads((root / "demo" / "summary.json").read_text())}
+
+
+def data_parallel(root):
+    """The tiny run on one device and on two (``data-parallel``), dropout on: both
+    runs' weights and losses."""
+    import jax
+
+    from tests.training import worker
+
+    out = {"devices": len(jax.devices())}
+    for strategy in ("default", "data-parallel"):
+        result = worker.run(root / strategy, strategy=strategy, steps=4, checkpoint_every=2,
+                            optimizer="sgd", rate=0.5)
+        out[strategy] = {"loss": result.history["loss"], "step": result.step}
+    first, second = (np.load(root / s / "weights.npz") for s in ("default", "data-parallel"))
+    out["largest_weight"] = max(float(np.abs(first[k]).max()) for k in first.files)
+    out["weight_difference"] = max(float(np.abs(first[k] - second[k]).max())
+                                   for k in first.files)
+    out["same_names"] = sorted(first.files) == sorted(second.files)
+    return out
+
+
+def refusals(root):
+    """The messages of a TensorFlow strategy and of an earlier version's ``tf.train``
+    checkpoints on JAX."""
+    import keras
+
+    from nemot.training import checkpoints, distributed
+
+    out = {}
+    try:
+        distributed.make_strategy("mirrored")
+    except ValueError as error:
+        out["strategy"] = str(error)
+    legacy = root / "legacy" / "train_state"
+    legacy.mkdir(parents=True)
+    (legacy / "checkpoint").write_text('model_checkpoint_path: "ckpt-4"\n')
+    for name in ("ckpt-4.index", "ckpt-4.data-00000-of-00001"):
+        (legacy / name).write_bytes(b"")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(keras.optimizers.Adam())
+    try:
+        checkpoints.TrainingCheckpoint(model, legacy).restore()
+    except checkpoints.CheckpointError as error:
+        out["legacy"] = str(error)
+    return out
+
+
+def main(out):
+    import keras
+
+    from tests import faults
+
+    assert keras.backend.backend() == "jax"
+    root = Path(out)
+    killed = root / "killed"
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "tests.faults", "train", killed, "--trace", "--kill-at", KILL_AT],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "").replace(
+            "--xla_force_host_platform_device_count=2", "")))
+    report, cpu = {}, {}
+    try:
+        for part in (refusals, commands, data_parallel, demo):
+            start = _cpu_seconds()
+            report[part.__name__] = part(root)
+            cpu[part.__name__] = round(_cpu_seconds() - start, 1)
+        stdout, _ = victim.communicate(timeout=900)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    report["fault"] = {"exit": victim.returncode, "killed": victim.returncode == -signal.SIGKILL,
+                       "write": dict(faults.events(stdout)).get(int(KILL_AT.split(":")[0])),
+                       "left": sorted(p.name for p in (killed / "train_state").iterdir())}
+    reference = root / "reference"
+    start = _cpu_seconds()
+    report["fault"]["resume"] = list(faults.resume([reference, killed]))
+    cpu["fault"] = round(_cpu_seconds() - start, 1)
+    # What each part cost this process (user + system, all threads); the killed run is
+    # another process.
+    report["cpu_seconds"] = cpu
+    report["fault"]["identical"] = faults.same_weights(killed, reference) and (
+        faults._validation_results(killed) == faults._validation_results(reference))
+    (root / "report.json").write_text(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

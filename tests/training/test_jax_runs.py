@@ -1,0 +1,90 @@
+"""Every training entry point on Keras's JAX backend: one subprocess with KERAS_BACKEND=jax
+and two CPU devices runs tests/training/jax_runs.py (the commands' tiny forms, the demo,
+one device against two, a run killed inside a checkpoint write and resumed); each test
+checks one part of its report."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.once import once
+from tests.test_jax_backend import XLA_FLAGS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    def produce(directory):
+        env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=XLA_FLAGS,
+                   TF_CPP_MIN_LOG_LEVEL="3")
+        done = subprocess.run([sys.executable, "-m", "tests.training.jax_runs", str(directory)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    return json.loads((once(tmp_path_factory, "jax_runs", produce) / "report.json").read_text())
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune", "train-general", "evaluate",
+                                     "generate", "runs"])
+def test_every_command_runs_on_jax(report, command):
+    done = report["commands"][command]
+    assert done["status"] == 0, done["err"]
+
+
+def test_the_training_commands_write_their_run_directories(report):
+    commands, files = report["commands"], set(report["commands"]["files"])
+    for run, steps in (("pretrain", 2), ("boolq", 1), ("general", 2)):
+        assert f"{run}/train_state/ckpt-{steps}.npz" in files, run
+        assert {f"{run}/results.csv", f"{run}/best.json", f"{run}/model_last.keras",
+                f"{run}/model_best_loss.keras"} <= files, run
+        assert any(name.startswith(f"{run}/logs/") for name in files), run   # TensorBoard
+    assert "done: step 2, epochs 1" in commands["pretrain"]["out"]
+    assert "eval/boolq_dev_metrics.json" in files
+    generated = json.loads(commands["generate"]["out"].splitlines()[0])
+    assert generated["prompt"] == "<q> Is the sky blue? <sep>" and len(generated["ids"]) <= 3
+    assert any(name.startswith("names/modulated/seed0/") for name in files)
+
+
+def test_the_demo_learns_its_task_on_jax(report):
+    demo = report["demo"]
+    assert demo["status"] == 0
+    assert demo["final_perplexity"] < demo["initial_perplexity"] / 5
+    assert demo["test_accuracy"] >= 0.8
+
+
+def test_two_devices_end_with_the_weights_of_one_dropout_on(report):
+    parallel = report["data_parallel"]
+    assert parallel["devices"] == 2
+    assert parallel["default"]["step"] == parallel["data-parallel"]["step"] == 4
+    assert parallel["same_names"]
+    # SGD (linear in the gradient): the weights agree as closely as the gradients' sums.
+    assert parallel["weight_difference"] <= 1e-5 * max(parallel["largest_weight"], 1)
+    np.testing.assert_allclose(parallel["data-parallel"]["loss"], parallel["default"]["loss"],
+                               atol=1e-5)
+
+
+def test_a_run_killed_inside_a_checkpoint_write_resumes_to_the_uninterrupted_weights(report):
+    fault = report["fault"]
+    assert fault["killed"] and fault["write"] == "write ckpt-4.npz", fault
+    # The half-written checkpoint is a temporary file; ckpt-2 is the newest whole one.
+    assert [name for name in fault["left"] if not name.startswith(".")] == ["ckpt-2.npz"]
+    assert any(name.startswith(".ckpt-4.npz.") for name in fault["left"])
+    assert [line.split()[0] for line in fault["resume"]] == ["CORRUPT", "RESUMED",
+                                                             "CORRUPT", "RESUMED"]
+    assert all(line.endswith(" []") for line in fault["resume"] if line.startswith("CORRUPT"))
+    assert fault["identical"]
+
+
+def test_tensorflow_strategies_and_checkpoints_are_refused_by_name_on_jax(report):
+    refusals = report["refusals"]
+    assert refusals["strategy"] == ("strategy 'mirrored' (a tensorflow strategy): on "
+                                    "KERAS_BACKEND=jax expected one of ('default', "
+                                    "'data-parallel', 'multi-host')")
+    assert "holds TensorFlow checkpoints of an earlier nemot version (ckpt-4)" in \
+        refusals["legacy"]
+    assert "resume the run once with KERAS_BACKEND=tensorflow" in refusals["legacy"]
