@@ -4,14 +4,16 @@ Decoding lives here for every model (NeMoT, the GPT-2 baseline, ...). Three ways
 to turn a model into answers:
 
 - :func:`generate`: token by token until ``</s>``, a length limit or the end of
-  the window, batched (token ids in and out; ``NeMoTCausalLM.generate`` puts strings
-  around it). A model with key/value caches (``init_cache`` / ``prefill`` /
-  ``call_with_cache``, as NeMoT has in all three sets; ``<dec>`` mode only) runs
-  :class:`Generator`, KerasHub's loop: a ``keras_hub.samplers`` sampler (greedy
-  by default, the thesis behaviour; ``"top_k"``, ``"top_p"``, ``"random"``,
-  ``"beam"``, ... also work) runs ``ops.while_loop`` inside one compiled
-  function (``tf.function`` on TensorFlow, ``jax.jit`` on JAX). A model without one decodes greedily by recomputing the
-  whole sequence per token (:func:`generate_by_recomputation`).
+  the window, batched (token ids in and out; ``NeMoTCausalLM.generate`` is
+  KerasHub's own ``generate``, strings around the same loop). A model with
+  key/value caches (NeMoT has them in all three sets; ``<dec>`` mode only)
+  runs its ``generate_step`` (KerasHub's hook, over ``_build_cache`` and
+  ``call_with_cache``): a ``keras_hub.samplers`` sampler (greedy by default,
+  the thesis behaviour; ``"top_k"``, ``"top_p"``, ``"random"``, ``"beam"``,
+  ``"contrastive"`` also work) runs ``ops.while_loop`` inside one compiled
+  function (``tf.function`` on TensorFlow, ``jax.jit`` on JAX). A model
+  without one decodes greedily by recomputing the whole sequence per token
+  (:func:`generate_by_recomputation`).
 - :func:`predict_labels`: multiple choice in label mode as in the thesis, the
   argmax over the whole vocabulary at the ``<sep>`` position (one generated
   token, compared with the gold ``(k)``).

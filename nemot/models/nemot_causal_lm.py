@@ -71,6 +71,7 @@ class NeMoTCausalLM(TextToTextCausalLM):
         if self.vanilla_head is not None:
             self.vanilla_head.trainable = bool(loss.vanilla_weight)
 
+    # Override: the vanilla head is skipped when the loss does not read it; gates on request.
     def call(self, inputs, training=None, return_gates=False):
         """The graph of ``__init__``, with the vanilla head skipped in training when the
         compiled loss does not read it, and the gates when asked for."""
@@ -80,6 +81,7 @@ class NeMoTCausalLM(TextToTextCausalLM):
             outputs["gates"] = out["gates"]
         return outputs
 
+    # Override: the routing rule (a block no example selects keeps weights and slots).
     def train_step(self, *args):
         """Keras's train step (``(data)``, or ``(state, data)`` on JAX) with the routing
         rule: the blocks no example of the (global) batch selects keep weights and slots."""

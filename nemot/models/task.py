@@ -72,6 +72,7 @@ class TextToTextCausalLM(CausalLM):
 
     # ---- training ----
 
+    # Override: the loss must be a NeMoTLoss (the combined loss, eq. 3.17); greedy by default.
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
                 sampler="greedy", **kwargs):
         """KerasHub's ``CausalLM.compile`` with nemot's defaults: the loss is a
@@ -89,6 +90,7 @@ class TextToTextCausalLM(CausalLM):
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         sampler=sampler, **kwargs)
 
+    # Override: Keras skips a custom compile when loading: the combined loss is restored here.
     def compile_from_config(self, config):
         """Compile as the saved model was (Keras skips a custom ``compile`` otherwise), and
         build the optimizer, as Keras does, so that its saved slots load into it."""
@@ -109,12 +111,14 @@ class TextToTextCausalLM(CausalLM):
         """Whether the compiled loss reads ``term``'s output (True before compile)."""
         return self.nemot_loss is None or bool(self.nemot_loss.weights()[term])
 
+    # Override: a term the combined loss does not read reports no metric.
     @property
     def metrics(self):
         inactive = [tracker for term, tracker in self._loss_term_trackers.items()
                     if not self.needs_output(term)]
         return [m for m in super().metrics if all(m is not t for t in inactive)]
 
+    # Override: the combined loss over two heads and two targets.
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.nemot_loss is None:
             raise ValueError("compile the model first: model.compile(optimizer, "
@@ -127,6 +131,7 @@ class TextToTextCausalLM(CausalLM):
             total = total + ops.sum(self.losses) * scale
         return total
 
+    # Override: user metrics read the main head against the task targets (two heads, two targets).
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Keras's, with the metrics of ``compile`` on the main head: its logits against
         the task targets, the positions that do not count given as ``<pad>`` with weight
@@ -138,6 +143,7 @@ class TextToTextCausalLM(CausalLM):
         return super().compute_metrics(x, ops.where(counts, y["task_targets"], vocab.PAD_ID),
                                        y_pred["logits"], sample_weight=weight)
 
+    # Override: the targets are a dict of two (the combined loss); ids checked on the host.
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """Formatted examples through the preprocessor; token ids checked and passed on."""
         if isinstance(x, dict) and "token_ids" in x:
@@ -147,10 +153,12 @@ class TextToTextCausalLM(CausalLM):
                              "{'token_ids': ...} with its targets")
         return self.preprocessor(x, y=y, sample_weight=sample_weight)
 
+    # Override: KerasHub's makes y one tensor; the combined loss's targets are a dict of two.
     def train_on_batch(self, x, y=None, sample_weight=None, **kwargs):
         """KerasHub's, with NeMoT's targets: a dict (``task_targets``, ``lm_targets``)."""
         return keras.Model.train_on_batch(self, *self._batch(x, y, sample_weight), **kwargs)
 
+    # Override: as train_on_batch.
     def test_on_batch(self, x, y=None, sample_weight=None, **kwargs):
         """KerasHub's, with NeMoT's targets: a dict (``task_targets``, ``lm_targets``)."""
         return keras.Model.test_on_batch(self, *self._batch(x, y, sample_weight), **kwargs)
@@ -175,6 +183,7 @@ class TextToTextCausalLM(CausalLM):
             self.backbone.check_text_length(width - vocab.NUM_AUX)
         return checked_token_ids(x, self.check_batch)
 
+    # Override: the routing rule reads the optimizer's slots as the step is traced: built first.
     def make_train_function(self, force=False):
         """Keras's, after building the optimizer, raising a Python error of the data (a task
         token no block serves, a ``DataError`` naming a file and line) as itself rather
@@ -202,6 +211,7 @@ class TextToTextCausalLM(CausalLM):
                 for variable in layer.trainable_weights:
                     variable.trainable = _is_lora(variable)
 
+    # Override: a data error (file, line) is raised as itself, not as TensorFlow's OpError.
     def make_test_function(self, force=False):
         """Keras's, raising the data's Python errors as themselves (as in training)."""
         if self.test_function is not None and not force:
@@ -210,6 +220,7 @@ class TextToTextCausalLM(CausalLM):
         self.test_function = _raising_python_errors(self.test_function)
         return self.test_function
 
+    # Override: as make_test_function, for the batches predict reads outside its function.
     def predict(self, x, *args, **kwargs):
         """KerasHub's, raising the data's Python errors as themselves (Keras reads the
         batches of ``predict`` outside its compiled function)."""
@@ -220,6 +231,7 @@ class TextToTextCausalLM(CausalLM):
 
     # ---- generation: KerasHub's generate drives these hooks ----
 
+    # Override: NeMoT's max_new_tokens, task and mode around KerasHub's generate.
     def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False, *,
                  max_new_tokens=None, task=None, mode=None):
         """KerasHub's ``generate`` (strings in, strings out; a list, a ``tf.data.Dataset``,
@@ -354,6 +366,7 @@ class TextToTextCausalLM(CausalLM):
 
     # ---- presets ----
 
+    # Override: architecture names ('tiny', 'thesis') and vocab_padding.
     @classmethod
     def from_preset(cls, preset, load_weights=True, vocab_padding=None, **kwargs):
         """The task of a preset directory (``save_to_preset``), or an architecture by name.
@@ -393,6 +406,7 @@ class TextToTextCausalLM(CausalLM):
             transfer_weights(model, padded)
         return padded
 
+    # Override: a preset holds no optimizer state.
     def save_to_preset(self, preset_dir, **kwargs):
         """KerasHub's; its metadata names the task as KerasHub names GPT-2's
         (``"CausalLM"``) rather than by nemot's shared base class."""
@@ -405,12 +419,14 @@ class TextToTextCausalLM(CausalLM):
         with open(metadata_file, "w") as f:
             json.dump(metadata, f, indent=4)
 
+    # Override: a preset holds no optimizer state.
     def save_task_weights(self, filepath):
         """KerasHub's, without the optimizer's state: a preset holds weights, and its
         loader compiles a fresh optimizer (GPT-2's heads are its backbone's: it saves none)."""
         with _optimizer_hidden(self):
             super().save_task_weights(filepath)
 
+    # Override: a preset holds no optimizer state.
     def load_task_weights(self, filepath):
         """KerasHub's, ignoring an optimizer state saved beside the heads."""
         with _optimizer_hidden(self):

@@ -13,6 +13,11 @@ import tensorflow as tf
 import nemot
 from nemot import vocab
 
+# KerasHub's generate traces its loop anew for each sampler and buffer shape; run eagerly,
+# these few short generations cost less than their traces (the compiled loop is
+# tests/models/test_generation.py's).
+pytestmark = pytest.mark.usefixtures("eager")
+
 PROMPTS = ["<q> Is the sky blue? <sep>", "<p1> The cat sat. <q> Where did it sit? <sep>"]
 GPT2_PROMPTS = ["the quick fox", "a quick"]
 GPT2_MERGES = ["Ġ q", "u i", "c k", "ui ck", "Ġq uick", "Ġ f", "o x", "Ġf ox", "t h", "th e",
@@ -102,13 +107,13 @@ def test_generate_preprocess_and_postprocess_round_trip(models):
     assert (aux_ids[:, :3] == [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("gqa")]).all()
 
 
-def test_every_built_in_sampler_generates(models):
-    for lm, prompts in models:
-        for sampler in SAMPLERS:
-            lm.compile(sampler=sampler, jit_compile=False)
-            out = lm.generate(prompts, max_length=8, strip_prompt=True)
-            assert len(out) == 2 and all(isinstance(o, str) for o in out), (lm, sampler)
-        lm.compile(sampler="greedy", jit_compile=False)
+def test_every_built_in_sampler_generates(nemot_lm):
+    lm = nemot_lm
+    for sampler in SAMPLERS:  # GPT-2 runs them all in KerasHub's own tests
+        lm.compile(sampler=sampler, jit_compile=False)
+        out = lm.generate(PROMPTS, max_length=10, strip_prompt=True)
+        assert len(out) == 2 and all(isinstance(o, str) for o in out), sampler
+    lm.compile(sampler="greedy", jit_compile=False)
 
 
 def test_nemots_additions_ride_on_kerashubs_generate(nemot_lm):
