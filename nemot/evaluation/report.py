@@ -100,8 +100,12 @@ def evaluate_records(records, metric):
 
 
 def format_value(value):
-    """Four significant figures, trailing zeros kept (thesis style): 53.9 -> ``"53.90"``."""
-    return "N/A" if value is None else f"{value:#.4g}"
+    """Four significant figures, trailing zeros kept (thesis style): 53.9 -> ``"53.90"``; a
+    zero as the percentages beside it read, ``"0.00"`` (four significant figures of zero
+    would be ``"0.000"``)."""
+    if value is None:
+        return "N/A"
+    return "0.00" if value == 0 else f"{value:#.4g}"
 
 
 def _ordered_subsets(score_dicts):

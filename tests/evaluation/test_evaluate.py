@@ -13,6 +13,7 @@ import nemot
 from nemot.data import Formatter, Tokenizer
 from nemot.data.qa import registry
 from nemot.evaluation import evaluate, evaluate_cli, metrics, scoring
+from nemot.evaluation.report import format_value
 from nemot.evaluation.perplexity import sliding_windows
 from nemot.evaluation.report import read_predictions
 from nemot.models import generation as decoding
@@ -91,7 +92,7 @@ def test_race_label_mode(checkpoint, model, raw, tok, tmp_path, capsys):
     # The terminal shows the table: our accuracy in percent beside the thesis' percent,
     # and how many questions were scored; then the scores as one JSON line.
     printed = capsys.readouterr().out
-    ours = f"| NeMoT (model_best_metric.keras) | {100 * summary['scores']['total']:#.4g} |"
+    ours = f"| NeMoT (model_best_metric.keras) | {format_value(100 * summary['scores']['total'])} |"
     assert report in printed and ours in printed
     assert "NeMoT (model_best_metric.keras): 4 questions scored. Accuracy in percent" in printed
     assert json.loads(printed.strip().splitlines()[-1])["num_questions"] == 4

@@ -163,3 +163,8 @@ def test_a_report_adds_the_metric_of_the_thesis_rows(tmp_path):
     rows = table_rows(paths["report"].read_text())
     assert rows[0] == ["Model", "DROP F1", "F1-score"]
     assert ["NeMoT_general (thesis Table 3.8)", "N/A", "0.1223"] in rows
+
+
+def test_scores_read_as_the_thesis_prints_them():
+    assert [report.format_value(v) for v in (53.9, 5.25, 100.0, 0, 0.0, None)] == \
+        ["53.90", "5.250", "100.0", "0.00", "0.00", "N/A"]
