@@ -353,7 +353,9 @@ def plot_bars(values, out_png, ylabel, title=None, reference_lines=None, value_f
     axis.set_xticks(range(len(groups)), groups)
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3, axis="y")
-    if len(series) > 1 or reference_lines:
+    if len(series) > 3:  # beside the axes, off the bars
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif len(series) > 1 or reference_lines:
         axis.legend(fontsize=8)
     if title:
         axis.set_title(title)
