@@ -254,9 +254,10 @@ def test_06_task_conditioning(tmp_path, monkeypatch):
     assert summary["variants"] == summary["committed_variants"] == variants
     assert {"added_parameters.png", "committed_comparison.png",
             "minbert_comparison_committed.png"} <= set(summary["figures"])
-    # Every mechanism but none adds parameters and makes the encoding depend on the task.
-    assert summary["added_parameters"]["none"] == summary["encoding_change"]["none"] == 0
-    assert all(summary["added_parameters"][v] > 0 and summary["encoding_change"][v] > 0
+    # Every mechanism but none adds parameters and makes the encoding depend on the task
+    # (beyond float32 rounding, about 1e-7, which is all that moves none's).
+    assert summary["added_parameters"]["none"] == 0 and summary["encoding_change"]["none"] < 1e-6
+    assert all(summary["added_parameters"][v] > 0 and summary["encoding_change"][v] > 1e-5
                for v in variants[1:])
     # `nemot runs` trained and scored every variant.
     for variant in variants:
