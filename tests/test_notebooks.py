@@ -12,13 +12,13 @@ that no cell printed a warning (e.g. tqdm's "IProgress not found" without ipywid
 Keras' ignored ``shuffle=True``) or TensorFlow's start-up notices. The committed notebooks must carry no outputs; what they
 write is ignored by git; ``pip install 'nemot[notebooks]'`` installs what runs them.
 
-TensorFlow functions run eagerly here (``tf.config.run_functions_eagerly``, set in the
-kernel right after the notebook's first cell, which imports nemot), as in
-``tests/conftest.py``'s ``eager`` fixture: a fast-mode run takes a few tiny steps, and
-tracing the train, test and decoding functions cost more than those steps. With the fast
-mode's shorter texts and fewer steps, this file and tests/test_docs.py took 93 CPU
-seconds instead of 135 (side by side on the 2-core machine). Graph execution is what the
-demo, the learning proofs and the README recipe test.
+Notebooks that take a few tiny steps (01, 02, 04, 06, and 05 inspecting 03's model) run
+TensorFlow functions eagerly (``tf.config.run_functions_eagerly``, set in the kernel right
+after the notebook's first cell, which imports nemot), as in ``tests/conftest.py``'s
+``eager`` fixture: tracing the train, test and decoding functions would cost more than
+those steps. 03 and 05 train for a hundred steps and more, until the model beats chance;
+they run as a user's would, compiled (``tf.function``): eagerly, those steps cost several
+times the tracing.
 
 The hand-off of notebooks/README.md from 03 to 05 runs on 03's one run: 05 inspects its ♠
 model (``NEMOT_CHECKPOINT``) besides its own run.
@@ -68,9 +68,9 @@ def _kernel_manager(directory):
     return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
 
 
-def run_notebook(name, workdir, monkeypatch):
-    """Execute ``notebooks/<name>.ipynb`` in ``workdir``, TensorFlow functions eagerly;
-    returns its summary.json and the directory it wrote."""
+def run_notebook(name, workdir, monkeypatch, eager=True):
+    """Execute ``notebooks/<name>.ipynb`` in ``workdir`` (TensorFlow functions eagerly unless
+    ``eager`` is false); returns its summary.json and the directory it wrote."""
     monkeypatch.setenv("NEMOT_FAST", "1")
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)  # quiet as a user's would be
     monkeypatch.delenv("NEMOT_BACKEND_LOGS", raising=False)
@@ -78,7 +78,8 @@ def run_notebook(name, workdir, monkeypatch):
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     after_first = 1 + next(index for index, cell in enumerate(notebook.cells)
                            if cell.cell_type == "code")
-    notebook.cells.insert(after_first, nbformat.v4.new_code_cell(EAGER))
+    if eager:
+        notebook.cells.insert(after_first, nbformat.v4.new_code_cell(EAGER))
     km = _kernel_manager(workdir / ".kernel")
     client = NotebookClient(notebook, km=km, timeout=TIMEOUT_S,
                             resources={"metadata": {"path": str(workdir)}})
@@ -89,8 +90,9 @@ def run_notebook(name, workdir, monkeypatch):
         if km.has_kernel:
             km.shutdown_kernel(now=True)
     seconds = time.monotonic() - start
-    added = notebook.cells.pop(after_first)
-    assert added.outputs == [], f"{name}: the eager switch printed {added.outputs}"
+    if eager:
+        added = notebook.cells.pop(after_first)
+        assert added.outputs == [], f"{name}: the eager switch printed {added.outputs}"
     printed = [(index, output.get("text", "")) for index, cell in enumerate(notebook.cells)
                for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
     warned = [(index, line) for index, text in printed for line in text.splitlines()
@@ -176,7 +178,7 @@ def finetuned_03(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.delenv("NEMOT_DATASET", raising=False)
         monkeypatch.delenv("NEMOT_PRETRAINED", raising=False)
-        return run_notebook("03_finetune_qa", workdir, monkeypatch)
+        return run_notebook("03_finetune_qa", workdir, monkeypatch, eager=False)
 
 
 def test_03_finetune_qa(finetuned_03):
@@ -218,7 +220,7 @@ def test_04_general_training(tmp_path, monkeypatch):
 
 def test_05_generation_and_gates(tmp_path, monkeypatch):
     monkeypatch.delenv("NEMOT_CHECKPOINT", raising=False)
-    summary, _ = run_notebook("05_generation_and_gates", tmp_path, monkeypatch)
+    summary, _ = run_notebook("05_generation_and_gates", tmp_path, monkeypatch, eager=False)
     assert summary["cached_equals_full"] is True
     assert {"gate_maps.png", "gate_differences.png", "comparison_loss.png",
             "comparison_scores.png"} <= set(summary["figures"])
