@@ -207,6 +207,161 @@ def plot_gate_maps(gates_by_task, out_png, num_groups=16, masks=None, title="Mea
     return maps
 
 
+def plot_gate_differences(gates_by_task, out_png, reference, num_groups=16, masks=None,
+                          token_labels=None, title=None):
+    """Heat maps of how each task token's :func:`gate_maps` differs from ``reference``'s.
+
+    One panel per other task token: its mean gate minus the reference's, per feature group
+    (rows) and text position (columns), on one colour scale symmetric about zero (red: the
+    task opens the gate wider). ``token_labels`` names the text positions on the x axis.
+    Returns ``{task: difference map}``.
+    """
+    maps = gate_maps(gates_by_task, num_groups, masks)
+    if reference not in maps:
+        raise ValueError(f"reference {reference!r} is not one of the task tokens {sorted(maps)}")
+    differences = {task: values - maps[reference] for task, values in maps.items()
+                   if task != reference}
+    if not differences:
+        raise ValueError("plot_gate_differences needs a task token besides the reference")
+    finite = np.concatenate([d[np.isfinite(d)] for d in differences.values()])
+    if finite.size == 0:
+        raise ValueError("every gate position is masked out: nothing to draw")
+    bound = max(float(np.abs(finite).max()), 1e-12)
+    positions = next(iter(maps.values())).shape[0]
+    figure = _figure((max(8, 0.45 * positions + 2), 1.4 + 2.4 * len(differences)))
+    axes = figure.subplots(len(differences), 1, squeeze=False)[:, 0]
+    for axis, (task, values) in zip(axes, differences.items()):
+        image = axis.imshow(values.T, aspect="auto", origin="lower", cmap="RdBu_r", vmin=-bound,
+                            vmax=bound, interpolation="nearest")
+        axis.set_title(f"{task} minus {reference} (largest |difference| "
+                       f"{float(np.nanmax(np.abs(values))):.3f})")
+        axis.set_ylabel(f"feature group (of {num_groups})")
+        if token_labels is not None:
+            axis.set_xticks(range(len(token_labels)), token_labels, rotation=60, fontsize=8)
+    axes[-1].set_xlabel("text position" if token_labels is None else "text token")
+    figure.colorbar(image, ax=list(axes), label="difference of mean gate value")
+    figure.suptitle(title or f"How the gates change with the task token (against {reference})")
+    figure.savefig(out_png, dpi=110)
+    return differences
+
+
+def plot_curves(curves, out_png, xlabel, ylabel, title=None, log_y=False, markers=None):
+    """Lines on one axis: ``curves`` is ``{label: (x values, y values)}`` (NaN values are
+    left out); ``markers`` is ``{label: marker}`` for curves drawn as points (e.g. a
+    validation loss measured once an epoch). Returns the figure's axis limits."""
+    if not curves:
+        raise ValueError("plot_curves: no curves to draw")
+    figure = _figure((7, 3.8))
+    axis = figure.subplots()
+    for label, (xs, ys) in curves.items():
+        if len(xs) != len(ys):
+            raise ValueError(f"plot_curves: curve {label!r} has {len(xs)} x and {len(ys)} y values")
+        points = [(x, y) for x, y in zip(xs, ys) if not math.isnan(float(y))]
+        marker = (markers or {}).get(label)
+        axis.plot([p[0] for p in points], [p[1] for p in points], label=label,
+                  marker=marker or ".", markersize=7 if marker else 3,
+                  linestyle="--" if marker else "-")
+    if log_y:
+        axis.set_yscale("log")
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    if title:
+        axis.set_title(title)
+    figure.savefig(out_png, dpi=110)
+    return axis.get_xlim(), axis.get_ylim()
+
+
+LOSS_TERMS = {"task_loss": "L1 task", "lm_loss": "L2 language modelling",
+              "vanilla_loss": "L3 vanilla set"}
+
+
+def read_loss_terms(csv_path):
+    """The loss terms of a results CSV: ``{"epoch": [...], "<term>": [...], "val_<term>":
+    [...]}`` for the terms of :data:`LOSS_TERMS` it has (blank cells are NaN); an error
+    naming the file when it has none of them."""
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        fields = reader.fieldnames or []
+        columns = ["epoch"] + [c for term in LOSS_TERMS for c in (term, f"val_{term}") if c in fields]
+        if len(columns) == 1:
+            raise ValueError(f"{csv_path}:1: header has none of the loss-term columns "
+                             f"{list(LOSS_TERMS)}")
+        terms = {column: [] for column in columns}
+        for line, row in enumerate(reader, start=2):
+            for column in columns:
+                terms[column].append(_parse_float(row[column], csv_path, line, column,
+                                                  allow_blank=column != "epoch"))
+    if not terms["epoch"]:
+        raise ValueError(f"{csv_path}: no epoch rows after the header")
+    return terms
+
+
+def plot_loss_terms(csv_path, out_png, steps_per_epoch=None, title=None):
+    """The three loss terms of the combined loss (thesis eq. 3.17) per epoch of a results
+    CSV: training as solid lines, validation (where the CSV has it) dashed in the same
+    colour. With ``steps_per_epoch`` the x axis counts training steps. Returns
+    :func:`read_loss_terms`."""
+    terms = read_loss_terms(csv_path)
+    scale = steps_per_epoch or 1
+    xs = [int(epoch) * scale for epoch in terms["epoch"]]
+    figure = _figure((7, 3.8))
+    axis = figure.subplots()
+    for colour, (term, name) in enumerate(LOSS_TERMS.items()):
+        for column, style, label in ((term, "-", name), (f"val_{term}", "--", f"{name}, validation")):
+            if column in terms and not all(math.isnan(v) for v in terms[column]):
+                axis.plot(xs, terms[column], linestyle=style, marker="o", markersize=3,
+                          color=f"C{colour}", label=label)
+    axis.set_xlabel("training step (epoch end)" if steps_per_epoch else "epoch")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_ylabel("cross-entropy")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    axis.set_title(title or "The three loss terms: L = L1 + 0.2 L2 + 0.5 L3")
+    figure.savefig(out_png, dpi=110)
+    return terms
+
+
+def plot_bars(values, out_png, ylabel, title=None, reference_lines=None, value_format="{:.2f}"):
+    """Grouped bars: ``values`` is ``{group: {series: value}}`` (e.g. ``{dataset: {"this
+    run": 0.61, "thesis ♠": 0.63}}``; a missing or None value leaves a gap).
+    ``reference_lines`` is ``{label: y}`` drawn across (a chance level, an expected count)
+    or ``{label: {group: y}}`` drawn over each group. Every bar is labelled with its value.
+    Returns the series in the order drawn."""
+    if not values:
+        raise ValueError("plot_bars: no groups to draw")
+    series = list(dict.fromkeys(s for by_series in values.values() for s in by_series))
+    groups = list(values)
+    width = 0.8 / len(series)
+    figure = _figure((min(11, max(6, 1.3 * len(groups) * max(1, len(series) / 2) + 2)), 4))
+    axis = figure.subplots()
+    for k, name in enumerate(series):
+        shown = [(g, values[g].get(name)) for g in groups if values[g].get(name) is not None]
+        xs = [groups.index(g) - 0.4 + width * (k + 0.5) for g, _ in shown]
+        bars = axis.bar(xs, [v for _, v in shown], width, label=name, color=f"C{k}")
+        axis.bar_label(bars, [value_format.format(v) for _, v in shown], fontsize=7)
+    for k, (label, level) in enumerate((reference_lines or {}).items()):
+        style = dict(color="0.2", linestyle=(":", "--", "-.")[k % 3], linewidth=1.2)
+        if isinstance(level, dict):
+            for g, y in level.items():
+                i = groups.index(g)
+                axis.hlines(y, i - 0.45, i + 0.45, label=label if g == next(iter(level)) else None,
+                            **style)
+        else:
+            axis.axhline(level, label=label, **style)
+    axis.set_xticks(range(len(groups)), groups)
+    axis.set_ylabel(ylabel)
+    axis.grid(alpha=0.3, axis="y")
+    if len(series) > 3:  # beside the axes, off the bars
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif len(series) > 1 or reference_lines:
+        axis.legend(fontsize=8)
+    if title:
+        axis.set_title(title)
+    figure.savefig(out_png, dpi=110)
+    return series
+
 
 def histograms(values_by_variant, bins=12):
     """``(edges, {variant: counts})``: every variant's values binned on the same ``bins``

@@ -115,3 +115,45 @@ def test_distributions_draw_the_papers_mean_where_given(tmp_path, monkeypatch):
         ("mean", 0.835), ("paper", 0.779), ("mean", 0.825)]
     paper_axes = lines[1][2]
     assert paper_axes.get_xlim()[0] < 0.779  # the axis widened to show it
+
+
+def test_gate_differences_subtract_the_reference_map(tmp_path):
+    rng = np.random.default_rng(1)
+    gates = {"<lm>": rng.uniform(0.2, 0.4, (2, 6, 8)), "<mqa>": rng.uniform(0.5, 0.9, (2, 6, 8))}
+    out = tmp_path / "differences.png"
+    differences = plots.plot_gate_differences(gates, out, reference="<lm>", num_groups=2,
+                                              token_labels=list("abcdef"))
+    maps = plots.gate_maps(gates, 2)
+    assert list(differences) == ["<mqa>"]
+    np.testing.assert_allclose(differences["<mqa>"], maps["<mqa>"] - maps["<lm>"])
+    assert_png(out)
+    with pytest.raises(ValueError, match="reference '<gqa>'"):
+        plots.plot_gate_differences(gates, out, reference="<gqa>", num_groups=2)
+    with pytest.raises(ValueError, match="besides the reference"):
+        plots.plot_gate_differences({"<lm>": gates["<lm>"]}, out, reference="<lm>", num_groups=2)
+
+
+def test_loss_terms_read_from_the_results_csv(tmp_path):
+    log = write_log(tmp_path / "results.csv", ["1,5.0,4.0,,3.0,6.0,2.0,2.5", "2,3.0,2.0,,1.5,5.0,1.0,"],
+                    header="epoch,loss,val_loss,val_metric,task_loss,lm_loss,vanilla_loss,val_task_loss")
+    out = tmp_path / "terms.png"
+    terms = plots.plot_loss_terms(log, out, steps_per_epoch=10)
+    assert list(terms) == ["epoch", "task_loss", "val_task_loss", "lm_loss", "vanilla_loss"]
+    assert terms["lm_loss"] == [6.0, 5.0] and math.isnan(terms["val_task_loss"][1])
+    assert_png(out)
+    bare = write_log(tmp_path / "bare.csv", ["1,5.0,4.0,"])
+    with pytest.raises(ValueError, match="bare.csv:1: header has none of the loss-term columns"):
+        plots.read_loss_terms(bare)
+
+
+def test_bars_and_curves_draw_what_they_are_given(tmp_path):
+    series = plots.plot_bars({"arc": {"ours": 0.3, "thesis": 0.6}, "piqa": {"ours": 0.55}},
+                             tmp_path / "bars.png", ylabel="accuracy",
+                             reference_lines={"chance": {"arc": 0.25, "piqa": 0.5}})
+    assert series == ["ours", "thesis"]
+    assert_png(tmp_path / "bars.png")
+    plots.plot_curves({"train": ([1, 2, 3], [3.0, math.nan, 1.0]), "val": ([3], [2.0])},
+                      tmp_path / "curves.png", xlabel="step", ylabel="loss", markers={"val": "o"})
+    assert_png(tmp_path / "curves.png")
+    with pytest.raises(ValueError, match="curve 'train' has 2 x and 1 y values"):
+        plots.plot_curves({"train": ([1, 2], [1.0])}, tmp_path / "bad.png", "x", "y")
