@@ -134,8 +134,8 @@ def check_training_recipe(namespace):
 
 def check_library_tour(namespace):
     """README "Using the library": the outputs' shapes, and the preset that was reloaded."""
-    out, ids, model = namespace["out"], namespace["ids"], namespace["lm"]
-    n = np.shape(ids)[1] - 3
+    out, x, model = namespace["out"], namespace["x"], namespace["lm"]
+    n = np.shape(x["token_ids"])[1] - 3
     assert tuple(out["logits"].shape) == (1, n, 50313)
     assert tuple(out["vanilla_logits"].shape) == (1, n, 50313)
     assert tuple(out["gates"].shape) == (1, 3 + n, model.config.d_model)
