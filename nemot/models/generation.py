@@ -61,6 +61,11 @@ from nemot.data.qa.format import Formatter, truncate
 # command's --score-reduction choices, nemot.evaluation.options.REDUCTIONS).
 REDUCTIONS = {"mean": np.mean, "sum": np.sum}
 
+# Prompt widths are rounded up to a multiple of this when the buffer is sized from
+# max_new_tokens, so that batches of similar prompts share one compiled loop.
+PROMPT_ROUNDING = 64
+
+
 def get_sampler(sampler=None):
     """A ``keras_hub.samplers.Sampler``: ``None`` is greedy; names go to ``keras_hub.samplers.get``.
 
@@ -238,7 +243,7 @@ class Generator:
     """
 
     def __init__(self, model, sampler=None, stop_token_ids=(vocab.END_ID,), jit_compile=None,
-                 pad_to_multiple_of=64):
+                 pad_to_multiple_of=PROMPT_ROUNDING):
         check_generation_supported(model)
         self.model = model
         self.sampler = get_sampler(sampler)
@@ -352,7 +357,7 @@ def _model_generation(model, max_new_tokens):
 
     def run(prompts, max_new_tokens):
         prompts = check_prompts(model, prompts)
-        _, length = buffer_shapes(model.config.max_text_length, 64,
+        _, length = buffer_shapes(model.config.max_text_length, PROMPT_ROUNDING,
                                   [len(p) - vocab.NUM_AUX for p in prompts], max_new_tokens)
         inputs, lengths = decoding_inputs(prompts, length)
         inputs["generation_end"] = (lengths + max_new_tokens).astype(np.int32)

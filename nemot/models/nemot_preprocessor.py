@@ -16,14 +16,11 @@ from keras_hub.models import CausalLMPreprocessor
 
 from nemot import vocab
 from nemot.data.qa.format import Formatter, QAExample, assemble, truncate
+from nemot.models.generation import PROMPT_ROUNDING, buffer_shapes
 from nemot.models.nemot_backbone import NeMoTBackbone
 from nemot.models.nemot_tokenizer import NeMoTTokenizer
 
 FIELDS = ("question", "passage", "options", "answer", "label")
-# Prompt widths are rounded up to a multiple of this when generate sizes the buffer from
-# max_new_tokens, so that batches of similar prompts share one compiled loop.
-PROMPT_ROUNDING = 64
-
 
 def _strings(value):
     value = value.numpy() if hasattr(value, "numpy") else value
@@ -225,9 +222,8 @@ class NeMoTPreprocessor(CausalLMPreprocessor):
         prompts = self.tokenizer.tokenizer.encode_batch(texts)
         length = sequence_length
         if length is None and max_new_tokens:
-            longest = max(len(ids) for ids in prompts)
-            length = min(-(-longest // PROMPT_ROUNDING) * PROMPT_ROUNDING + max_new_tokens,
-                         self.sequence_length)
+            _, length = buffer_shapes(self.sequence_length, PROMPT_ROUNDING,
+                                      [len(ids) for ids in prompts], max_new_tokens)
         length = length or self.sequence_length
         prompts = [truncate(ids, length - 1)[0] for ids in prompts]
         lengths = np.array([len(ids) for ids in prompts], np.int32)
