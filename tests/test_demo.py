@@ -1,7 +1,7 @@
 """`make demo` in its fast mode: C4-format corpus from pydoc_data, pre-training lowers the
 validation perplexity, fine-tuning writes the ♣ / ♠ / last models, a results table; and
-the fine-tuning learns its task under several seeds, with TensorFlow's oneDNN operations
-on and off (they change the float rounding as another CPU does)."""
+the fine-tuning learns its task under another seed with TensorFlow's oneDNN operations
+off (they change the float rounding as another CPU does)."""
 
 import contextlib
 import csv
@@ -83,11 +83,11 @@ print(json.dumps(accuracies))
 """
 
 
-# Seed 0 with oneDNN on is the fast demo's own fine-tuning (test_demo_fast_mode).
-@pytest.mark.parametrize("onednn, seeds", [("1", [1, 2]), ("0", [0, 1, 2])])
-def test_fine_tuning_learns_under_three_seeds_whatever_the_rounding(fast_demo, onednn, seeds,
-                                                                   tmp_path):
+# Seed 0 with oneDNN on is the fast demo's own fine-tuning (test_demo_fast_mode); this is
+# another seed under the other rounding (each further seed costs the suite a minute).
+def test_fine_tuning_learns_under_another_seed_and_rounding(fast_demo, tmp_path):
     out, _ = fast_demo
+    onednn, seeds = "0", [1]
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn, PYTHONPATH=str(ROOT))
     result = subprocess.run(
         [sys.executable, "-c", FINE_TUNE, str(out / "pretrain" / "model_last.keras"),
