@@ -15,9 +15,9 @@ import nemot
 from nemot import vocab
 from nemot.evaluation.choices import answer_log_probs, predict_labels
 from nemot.evaluation.perplexity import perplexity
-from nemot.layers.heads import VocabularyHead
 from nemot.models import gpt2
 from nemot.models.generation import generate, generate_by_recomputation
+from nemot.models.heads import VocabularyHead
 from nemot.models.weights import load_pretrained
 from tests.models.gpt2_checkpoint import write_tiny_gpt2
 
