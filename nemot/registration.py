@@ -15,8 +15,8 @@ import importlib.util
 import sys
 
 # Modules whose import registers the Keras classes that saved models and presets name.
-SERIALIZABLE_MODULES = ("nemot.models", "nemot.training.schedules", "nemot.optimizers",
-                        "nemot.ngt.model")
+SERIALIZABLE_MODULES = ("nemot.models", "nemot.hosts.losses", "nemot.training.schedules",
+                        "nemot.optimizers", "nemot.ngt.model")
 WATCHED = ("keras", "keras_hub", "nemot")
 
 

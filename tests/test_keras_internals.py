@@ -62,7 +62,7 @@ def test_preset_config_reads_both_layouts(tmp_path):
 
 
 def test_keras_hubs_tanh_gelu_is_registered():
-    """nemot.models.t5 builds Hugging Face T5s with KerasHub's registered tanh GELU."""
+    """nemot.hosts.t5 builds Hugging Face T5s with KerasHub's registered tanh GELU."""
     gelu = keras.saving.get_registered_object("keras_hub>gelu_approximate")
     assert gelu is not None, VERSIONS
     x = np.linspace(-3, 3, 7, dtype="float32")

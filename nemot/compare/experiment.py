@@ -447,7 +447,7 @@ def train_source(ids, labels, sampler, train, seed):
 
 
 def compile_model(model, train):
-    from nemot.models.losses import TaskHeadsLoss
+    from nemot.hosts.losses import TaskHeadsLoss
 
     model.compile(train.optimizer(),
                   loss=TaskHeadsLoss([HEADS[t] for t in model.settings.tasks]),

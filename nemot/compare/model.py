@@ -22,7 +22,7 @@ NGT's block is :class:`nemot.modulation.GatingBlock`, NeMoT's sets and gate are
 task): the task token of NeMoT and of NGT's auxiliary tokens.
 
 Targets are ``[B, 2]`` float: the task index and the label;
-:class:`nemot.models.losses.TaskHeadsLoss` gives each example its own task's loss
+:class:`nemot.hosts.losses.TaskHeadsLoss` gives each example its own task's loss
 (cross-entropy, BCE with logits, squared error).
 """
 

@@ -1,5 +1,6 @@
-"""Evaluation: metrics on strings, sliding-window perplexity, reports and plots (docs/spec.md
-sections 4, 6, 8); GLUE and SuperGLUE metrics and averages in :mod:`nemot.evaluation.benchmarks`.
+"""Evaluation: multiple choice (:mod:`nemot.evaluation.choices`), metrics on strings,
+sliding-window perplexity, reports and plots (docs/spec.md sections 4, 6, 8); GLUE and
+SuperGLUE metrics and averages in :mod:`nemot.evaluation.benchmarks`.
 
 The names below load on first use (:mod:`nemot.lazy`), so that ``nemot evaluate --help``
 loads no backend.

@@ -63,7 +63,7 @@ from nemot.data.pos_tags import needs_pos_tags, pos_tagger_for
 from nemot.data.qa import registry
 from nemot.data.qa.format import MQA_MODES
 from nemot.errors import ConfigError
-from nemot.evaluation import scoring
+from nemot.evaluation import choices, scoring
 from nemot.evaluation.options import DEFAULT_MAX_NEW_TOKENS, MC_MODES, TASKS, check_checkpoint
 from nemot.evaluation.perplexity import perplexity
 from nemot.evaluation.report import write_lm_report, write_report
@@ -158,8 +158,8 @@ def evaluate_qa(model, examples, dataset, split, out_dir, task_token, metric, to
     formatted = formatter.format_batch(examples)
     extra = None
     if task == "mqa" and mc_mode == "score":
-        scores = decoding.score_options(model, formatter, examples, score_reduction, batch_size,
-                                        pos_tagger)
+        scores = choices.score_options(model, formatter, examples, score_reduction, batch_size,
+                                       pos_tagger)
         predictions = [f"({int(np.argmax(s)) + 1})" for s in scores]
         extra = [{"option_scores": s} for s in scores]
     else:

@@ -5,7 +5,7 @@ of training both go through :func:`decode_predictions`, so a model is scored the
 same way wherever it is scored:
 
 - multiple choice in label mode: the argmax token at ``<sep>``
-  (:func:`nemot.models.generation.predict_labels`), decoded, e.g. ``"(2)"``;
+  (:func:`nemot.evaluation.choices.predict_labels`), decoded, e.g. ``"(2)"``;
 - everything else: generation from ``prompt_ids`` until ``</s>``,
   ``max_new_tokens`` or the end of the model's window
   (:func:`nemot.models.generation.generate`: cached for models with a cache,
@@ -24,7 +24,7 @@ Example:
 """
 
 from nemot.data.tokenizer import Tokenizer
-from nemot.evaluation import metrics
+from nemot.evaluation import choices, metrics
 from nemot.models import generation as decoding
 
 
@@ -50,7 +50,7 @@ def decode_predictions(model, examples, *, label_mode, tokenizer=None, max_new_t
     tokenizer = tokenizer or Tokenizer()
     prompts = [example.prompt_ids for example in examples]
     if label_mode:
-        ids = decoding.predict_labels(model, prompts, batch_size=batch_size, pos_tagger=pos_tagger)
+        ids = choices.predict_labels(model, prompts, batch_size=batch_size, pos_tagger=pos_tagger)
         return [tokenizer.decode([i]).strip() for i in ids]
     generated = decoding.generate(model, prompts, max_new_tokens, sampler=sampler,
                                   batch_size=batch_size, jit_compile=jit_compile)

@@ -187,7 +187,7 @@ def build_run(experiment, variant, seed, tasks=None):
 
     from nemot.data.benchmarks.mixture import IGNORE, load_mixture
     from nemot.hypergrid.model import HyperGridT5
-    from nemot.models.t5 import load_backbone, load_tokenizer
+    from nemot.hosts.t5 import load_backbone, load_tokenizer
 
     settings = experiment.settings(variant)
     data, train = experiment.data, settings["train"]
@@ -437,13 +437,13 @@ PAPER_COSTS = {"LG": ("d_m·d_r + d_c", lambda d_m, d_f, d_r, d_c: d_m * d_r + d
 
 
 def parameter_counts(experiment, names=None):
-    """Per variant, offline and without building a T5 (sizes of :func:`~nemot.models.t5.
+    """Per variant, offline and without building a T5 (sizes of :func:`~nemot.hosts.t5.
     backbone_sizes`): ``total`` (Multi-Model: one T5 per task), ``added`` by HyperGrid and
     its parts (``grids``, ``task_embeddings``, ``attention``: a separate conditioning
     MHSA; ``hypergrids``: modulated projections), and for LG, GL and L² the paper's
     per-layer formula times the HyperGrids (``paper``; see :data:`PAPER_COSTS`)."""
     from nemot.hypergrid.model import added_parameters
-    from nemot.models.t5 import backbone_sizes, t5_parameters
+    from nemot.hosts.t5 import backbone_sizes, t5_parameters
 
     counts = {}
     for name in names or variants(experiment):

@@ -1,5 +1,5 @@
 """HyperGrid T5 (paper s.2.2): KerasHub's ``T5Backbone`` with a HyperGrid in every layer,
-as ``[[model.modulation]]`` specs on :class:`nemot.models.t5.ModulatedT5`.
+as ``[[model.modulation]]`` specs on :class:`nemot.hosts.t5.ModulatedT5`.
 
 The paper's options (``hypergrid`` in the configs) become one spec for both stacks:
 kind ``"hypergrid"`` (:class:`nemot.modulation.hypergrid.HyperGridDense`: Q/K/V and the
@@ -40,7 +40,7 @@ import math
 
 import keras
 
-from nemot.models.t5 import ModulatedT5
+from nemot.hosts.t5 import ModulatedT5
 from nemot.modulation.base import HOST_KEYS
 from nemot.modulation.hypergrid import HyperGridDense
 from nemot.modulation.spec import ModulationSpec
@@ -140,7 +140,7 @@ class HyperGridT5(ModulatedT5):
             ``residual``, ``initializer``, ``orientation`` (``"fan"`` or ``"eq3"``);
             OG: ``gates``, ``conditioning``, ``heads``, ``key_dim``.
 
-    Inputs and output as :class:`nemot.models.t5.ModulatedT5`.
+    Inputs and output as :class:`nemot.hosts.t5.ModulatedT5`.
     """
 
     def __init__(self, backbone, num_tasks, hypergrid=None, **kwargs):

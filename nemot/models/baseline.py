@@ -6,9 +6,9 @@ from keras_hub.models import Backbone
 
 from nemot import vocab
 from nemot.config import NeMoTConfig, as_config
-from nemot.layers.heads import vocabulary_head
 from nemot.layers.sets import VanillaSet
 from nemot.models.gpt2 import GPT2_SIZES, config_from_gpt2, load_vanilla_set
+from nemot.models.heads import vocabulary_head
 from nemot.models.losses import NeMoTLoss
 from nemot.models.nemot_backbone import TextToTextInputs, text_masks, unpack_inputs
 from nemot.models.nemot_preprocessor import NeMoTPreprocessor

@@ -14,8 +14,8 @@ import keras
 from keras import ops
 
 from nemot import vocab
-from nemot.layers.heads import vocabulary_head
 from nemot.models.gpt2 import load_vanilla_set
+from nemot.models.heads import vocabulary_head
 from nemot.models.nemot_backbone import NeMoTBackbone
 from nemot.models.routing import masked_train_step
 from nemot.models.task import TextToTextCausalLM

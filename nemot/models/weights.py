@@ -14,7 +14,7 @@ import warnings
 import keras
 import numpy as np
 
-from nemot.layers.heads import VocabularyHead
+from nemot.models.heads import VocabularyHead
 
 
 def count_weights(layer):

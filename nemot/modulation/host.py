@@ -49,7 +49,7 @@ T′ = MHSA([T; X])[0], eq. 6); T′ uses the unmodulated Q/K/V.
 Adding a backbone: subclass :class:`BackboneHost`, name its roles in :attr:`parts`,
 implement :meth:`attend` (and :meth:`heads` when its projections give [B, L, heads·size])
 and :meth:`plain_call`; then write the model around it (embeddings, the stacks of
-:func:`host_stack`, the head), as :mod:`nemot.models.bert` and :mod:`nemot.models.t5` do.
+:func:`host_stack`, the head), as :mod:`nemot.hosts.bert` and :mod:`nemot.hosts.t5` do.
 """
 
 import keras

@@ -1,7 +1,7 @@
 """The Neuromodulation Gated Transformer (NGT): BERT with a gating block, on SuperGLUE.
 
 The thesis' successor (ICLR 2023 Tiny Paper):
-``model`` (the three variants on :class:`nemot.models.bert.ModulatedBert`), ``metrics``
+``model`` (the three variants on :class:`nemot.hosts.bert.ModulatedBert`), ``metrics``
 (the paper's aggregation, significance), ``train`` (one fine-tuning run), ``experiment``
 (the recipe of ``configs/ngt/*.toml`` in the experiment protocol) and ``cli`` (``nemot ngt``), on the shared SuperGLUE reader and
 pair encoder (:mod:`nemot.data.benchmarks.superglue`) and metrics

@@ -46,7 +46,7 @@ def main_ngt(args):
     if not run_paper_command(args.ngt_command, args, "ngt"):
         loaded = ngt.load(args.config)
         if args.paper_sizes:
-            from nemot.models.bert import BERT_LARGE_CASED
+            from nemot.hosts.bert import BERT_LARGE_CASED
 
             loaded = dataclasses.replace(loaded, model=dataclasses.replace(
                 loaded.model, backbone=BERT_LARGE_CASED))

@@ -155,7 +155,7 @@ def resolved_toml(experiment, variant, seed):
 def run_one(experiment, variant, seed, run_dir):
     """Train ``variant`` on every task of ``experiment`` with ``seed``; returns each task's
     score at its best validation epoch and their ``mean``."""
-    from nemot.models.bert import model_tokenizer
+    from nemot.hosts.bert import model_tokenizer
     from nemot.ngt.train import load_splits, train_run
 
     model = experiment.model
@@ -195,7 +195,7 @@ def parameter_counts(experiment, num_classes=1):
 
     The backbone is built once and shared (the counts do not depend on its weights).
     """
-    from nemot.models.bert import load_backbone
+    from nemot.hosts.bert import load_backbone
     from nemot.ngt.train import build_model
 
     backbone = load_backbone(experiment.model.backbone, load_weights=False)

@@ -10,14 +10,14 @@ BERT-shaped layers reads the output ``h`` of BERT layer ``k`` (counted from 1) a
 
 The block is the ``output``-site modulation ``gating_block``
 (:class:`nemot.modulation.gating_block.GatingBlock`) hosted in BERT layer k by
-:class:`nemot.models.bert.ModulatedBert`. The head is one Dense on the raw ``[CLS]``
+:class:`nemot.hosts.bert.ModulatedBert`. The head is one Dense on the raw ``[CLS]``
 hidden state of the last layer (no pooler, no dropout): 1 sigmoid unit, or
 ``num_classes`` softmax units (CB).
 """
 
 import keras
 
-from nemot.models.bert import BERT_LARGE_CASED_PRESET, STACK, ModulatedBert, load_backbone
+from nemot.hosts.bert import BERT_LARGE_CASED_PRESET, STACK, ModulatedBert, load_backbone
 from nemot.modulation.gating_block import store_config
 from nemot.modulation.spec import ModulationSpec
 
@@ -155,7 +155,7 @@ class NGTModel(keras.Model):
 
 
 def build_ngt(backbone=BERT_LARGE_CASED_PRESET, **kwargs):
-    """An :class:`NGTModel` on :func:`nemot.models.bert.load_backbone` ``(backbone)``;
+    """An :class:`NGTModel` on :func:`nemot.hosts.bert.load_backbone` ``(backbone)``;
     ``kwargs`` go to ``NGTModel``.
 
     Example (no weights, the paper's sizes):

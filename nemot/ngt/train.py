@@ -22,8 +22,8 @@ import tensorflow as tf
 from nemot.data.batching import generator_dataset
 from nemot.data.benchmarks import superglue
 from nemot.evaluation import benchmarks
-from nemot.models import bert
-from nemot.models.bert import load_backbone
+from nemot.hosts import bert
+from nemot.hosts.bert import load_backbone
 from nemot.ngt.model import NGTModel
 from nemot.training import loop
 from nemot.training.loop import DataSource, TrainConfig

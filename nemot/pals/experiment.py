@@ -52,7 +52,7 @@ import numpy as np
 from nemot.data.sampling import MODES, TaskSampler
 from nemot.experiments import config, protocol
 from nemot.experiments.protocol import Experiment
-from nemot.models.bert import model_tokenizer
+from nemot.hosts.bert import model_tokenizer
 from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions

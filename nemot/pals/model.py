@@ -12,7 +12,7 @@ Reading order of :meth:`PALBert.call`::
 BERT is a KerasHub ``BertBackbone`` (a KerasHub preset or a Hugging Face BERT directory,
 :func:`build_pal_bert`), its own layers and weights, hosting the PALs of
 :mod:`nemot.modulation.pals` as ``[[model.modulation]]`` specs
-(:class:`nemot.models.bert.ModulatedBert`). Its feed-forward activation is BERT's exact
+(:class:`nemot.hosts.bert.ModulatedBert`). Its feed-forward activation is BERT's exact
 GELU by default (Hugging Face and minBERT use it); ``activation="gelu_tanh"`` keeps
 KerasHub's tanh approximation, with which the model without PALs is that backbone
 exactly.
@@ -30,8 +30,8 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from nemot.models.bert import STACK, ModulatedBert, load_backbone
-from nemot.models.losses import TaskHeadsLoss
+from nemot.hosts.bert import STACK, ModulatedBert, load_backbone
+from nemot.hosts.losses import TaskHeadsLoss
 from nemot.modulation.gating_block import bert_initializer
 from nemot.modulation.pals import pal_parameters
 from nemot.modulation.spec import ModulationSpec
@@ -195,7 +195,7 @@ def build_pal_bert(backbone, **kwargs):
 
 @keras.saving.register_keras_serializable(package="nemot.pals")
 class PALsLoss(TaskHeadsLoss):
-    """Each example's own task loss (Rotzal s.5.3), :class:`nemot.models.losses.TaskHeadsLoss`
+    """Each example's own task loss (Rotzal s.5.3), :class:`nemot.hosts.losses.TaskHeadsLoss`
     with the heads of the tasks named: cross-entropy on a ``classes`` head, BCE with
     logits on a ``binary`` head, squared error on a ``regression`` head.
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nemot.compare.model import HEADS, CompareModel, Settings, predict_tasks
-from nemot.models.losses import TaskHeadsLoss
+from nemot.hosts.losses import TaskHeadsLoss
 from nemot.modulation.pals import pal_parameters
 
 D, FF, LAYERS, NUM_HEADS, TASKS = 16, 32, 2, 2, 3

@@ -10,7 +10,7 @@ from nemot.data.benchmarks import mixture as data
 from nemot.data.benchmarks.mixture import IGNORE, Mixture, TokenizedTask, model_batch, token_ids
 from nemot.data.synthetic import glue as synthetic
 from nemot.evaluation.rank_classification import score
-from nemot.models.t5 import load_tokenizer
+from nemot.hosts.t5 import load_tokenizer
 
 
 def toy_mixture(sizes, cap=None, seed=0):

@@ -12,11 +12,10 @@ import pytest
 import nemot
 from nemot.data import Formatter, Tokenizer
 from nemot.data.qa import registry
-from nemot.evaluation import evaluate, evaluate_cli, metrics, scoring
+from nemot.evaluation import choices, evaluate, evaluate_cli, metrics, scoring
 from nemot.evaluation.report import format_value
 from nemot.evaluation.perplexity import sliding_windows
 from nemot.evaluation.report import read_predictions
-from nemot.models import generation as decoding
 from tests.data import fixtures
 
 
@@ -124,7 +123,7 @@ def test_race_score_mode_picks_the_best_scored_option(checkpoint, model, raw, to
     records, summary, _ = read_outputs(tmp_path, "race_test")
     examples = registry.load_examples("race", "test", raw["race"])[:2]
     formatter = Formatter(tok, max_text_length=model.config.max_text_length, task_token="lm")
-    expected = decoding.score_options(model, formatter, examples, reduction="sum")
+    expected = choices.score_options(model, formatter, examples, reduction="sum")
     assert len(records) == 2
     for record, scores in zip(records, expected):
         np.testing.assert_allclose(record["option_scores"], scores, rtol=1e-5)

@@ -17,7 +17,7 @@ from nemot import vocab
 from nemot.data import Formatter
 from nemot.data.pos_tags import OTHER, POS_PAD_ID, PosTagger
 from nemot.data.qa import registry
-from nemot.evaluation import evaluate
+from nemot.evaluation import choices, evaluate
 from nemot.evaluation.report import read_predictions
 from nemot.models import generation as decoding
 from tests.data.tagger_helper import install_perceptron, perceptron  # noqa: F401 (fixture)
@@ -68,21 +68,21 @@ def test_prompt_tags_are_the_training_tags_of_the_same_positions(race, tagger):
 def test_label_mode_feeds_the_tags_of_each_prompt(model, race, tagger):
     _, _, formatted = race
     prompts = [item.prompt_ids for item in formatted]
-    logits = np.asarray(decoding.next_token_logits(model, prompts[:3], tagger))
+    logits = np.asarray(choices.next_token_logits(model, prompts[:3], tagger))
     for row, prompt in enumerate(prompts[:3]):
         right = last_logits(model, prompt, tagger.tag_text_ids(prompt[3:]))
         np.testing.assert_allclose(logits[row], right, atol=1e-5)
         wrong = last_logits(model, prompt, [OTHER] * (len(prompt) - 3))
         assert np.abs(wrong - right).max() > 1e-4  # the tags matter
-    assert decoding.predict_labels(model, prompts, batch_size=3, pos_tagger=tagger) == \
+    assert choices.predict_labels(model, prompts, batch_size=3, pos_tagger=tagger) == \
         [int(np.argmax(last_logits(model, p, tagger.tag_text_ids(p[3:])))) for p in prompts]
 
 
 def test_score_mode_tags_every_prompt_with_its_option(model, race, tagger):
     examples, formatter, _ = race
     example = examples[0]
-    scores = decoding.score_options(model, formatter, [example], reduction="sum",
-                                    pos_tagger=tagger)
+    scores = choices.score_options(model, formatter, [example], reduction="sum",
+                                   pos_tagger=tagger)
     generate_mode = Formatter(formatter.tokenizer, formatter.max_text_length,
                               task_token="mqa", mqa_mode="generate")
     for k, score in enumerate(scores[0]):

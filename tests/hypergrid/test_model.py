@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import pytest
 
+from nemot.hosts.t5 import PRESET_SIZES, backbone_sizes, load_backbone, t5_parameters
 from nemot.hypergrid.model import HyperGridT5, added_parameters
-from nemot.models.t5 import PRESET_SIZES, backbone_sizes, load_backbone, t5_parameters
 from tests.hypergrid.helpers import TINY_T5, randomise, t5_inputs, tiny_backbone, write_hf_t5
 
 

@@ -1,6 +1,4 @@
-"""Cached generation against full recomputation; label-mode and scored multiple choice."""
-
-import dataclasses
+"""Generation: cached decoding against full recomputation, the samplers, the compiled loops."""
 
 import keras
 import numpy as np
@@ -8,7 +6,6 @@ import pytest
 
 import nemot
 from nemot import vocab
-from nemot.data import Formatter, QAExample, Tokenizer
 from nemot.models import generation as decoding
 
 GQA, LM, MQA = (vocab.task_token_id(name) for name in ("gqa", "lm", "mqa"))
@@ -83,12 +80,6 @@ def test_cached_greedy_equals_full_recomputation_at_every_step(model, prompts, r
     assert (tokens[:, last:] == vocab.PAD_ID).all() and (tokens[:, last - 1] != vocab.PAD_ID).any()
 
 
-def test_label_mode_is_the_argmax_at_sep(model, prompts, references):
-    labels = decoding.predict_labels(model, prompts, batch_size=3)
-    assert labels == [int(np.argmax(full_logits(model, p))) for p in prompts]
-    assert labels == [ref[0] for ref in references]
-
-
 class Uncached:
     """``model`` through its forward pass only: no ``init_cache``/``call_with_cache``."""
 
@@ -125,51 +116,6 @@ def test_shapes_round_the_prompt_and_cap_the_cache(model):
     assert generator.shapes([3, 9], 4) == (16, 20)
     assert generator.shapes([limit - 1], 4) == (limit - 1, limit)
     assert generator.shapes([limit - 4], 2) == (limit - 1, limit)
-
-
-@pytest.fixture(scope="module")
-def formatter(model):
-    return Formatter(Tokenizer(), max_text_length=model.config.max_text_length, task_token="mqa")
-
-
-def test_score_options_is_the_log_likelihood_of_each_appended_answer(model, formatter):
-    examples = [
-        QAExample(id="a", question="What grows?", options=("a bean", "a very tall rose bush"),
-                  label=0, task="mqa"),
-        QAExample(id="b", passage="Mia planted it.", question="Who?",
-                  options=("Mia", "Tom", "the old farmer"), label=None, task="mqa"),
-    ]
-    generate_mode = Formatter(formatter.tokenizer, formatter.max_text_length,
-                              task_token="mqa", mqa_mode="generate")
-    expected_mean, expected_sum = [], []
-    for example in examples:
-        means, sums = [], []
-        for k in range(len(example.options)):
-            formatted = generate_mode.format(dataclasses.replace(example, label=k))
-            ids = formatted.token_ids
-            answer_length = len(formatter.tokenizer.encode(f"{example.options[k]} </s>"))
-            logits = model({"token_ids": np.array([ids], np.int32)}, training=False)["logits"]
-            log_probs = keras.ops.convert_to_numpy(keras.ops.log_softmax(logits[0], axis=-1))
-            text = ids[3:]
-            values = [log_probs[t - 1, text[t]] for t in range(len(text) - answer_length, len(text))]
-            means.append(np.mean(values))
-            sums.append(np.sum(values))
-        expected_mean.append(means)
-        expected_sum.append(sums)
-    got_mean = decoding.score_options(model, formatter, examples, batch_size=2)
-    got_sum = decoding.score_options(model, formatter, examples, reduction="sum", batch_size=4)
-    for got, expected in ((got_mean, expected_mean), (got_sum, expected_sum)):
-        assert [len(s) for s in got] == [2, 3]
-        for g, e in zip(got, expected):
-            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
-
-
-def test_score_options_errors(model, formatter):
-    example = QAExample(id="x", question="Q?", options=("a", "b"), task="mqa")
-    with pytest.raises(ValueError, match="reduction"):
-        decoding.score_options(model, formatter, [example], reduction="max")
-    with pytest.raises(ValueError, match="'y': no options"):
-        decoding.score_options(model, formatter, [QAExample(id="y", question="Q?", task="mqa")])
 
 
 def test_bad_prompts_are_refused_with_their_index(model, prompts):
@@ -254,10 +200,3 @@ def test_logits_at_picks_each_rows_position():
     picked = keras.ops.convert_to_numpy(decoding.logits_at(keras.ops.convert_to_tensor(logits),
                                                            positions))
     np.testing.assert_array_equal(picked, logits[np.arange(3), positions])
-
-
-def test_the_evaluation_command_offers_the_reductions_scoring_implements():
-    from nemot.evaluation import options
-    from nemot.models import generation
-
-    assert set(options.REDUCTIONS) == set(generation.REDUCTIONS)

@@ -13,11 +13,11 @@ from safetensors.numpy import load_file
 
 import nemot
 from nemot import vocab
+from nemot.evaluation.choices import answer_log_probs, predict_labels
 from nemot.evaluation.perplexity import perplexity
-from nemot.layers.heads import VocabularyHead
 from nemot.models import gpt2
-from nemot.models.generation import (answer_log_probs, generate, generate_by_recomputation,
-                                     predict_labels)
+from nemot.models.generation import generate, generate_by_recomputation
+from nemot.models.heads import VocabularyHead
 from nemot.models.weights import load_pretrained
 from tests.models.gpt2_checkpoint import write_tiny_gpt2
 

@@ -12,8 +12,8 @@ import pytest
 
 import nemot
 from nemot import vocab
-from nemot.models.bert import ModulatedBert
-from nemot.models.t5 import ModulatedT5
+from nemot.hosts.bert import ModulatedBert
+from nemot.hosts.t5 import ModulatedT5
 from nemot.models.weights import transfer_weights
 from nemot.modulation.gating_block import GatingBlock
 from nemot.modulation.host import BERT, NEMOT, T5, mask_bias

@@ -8,7 +8,7 @@ import pytest
 from keras import ops
 from safetensors.numpy import save_file
 
-from nemot.models.bert import BERT_LARGE_CASED, load_backbone
+from nemot.hosts.bert import BERT_LARGE_CASED, load_backbone
 from nemot.ngt.model import VARIANTS, NGTModel, build_ngt
 from tests.ngt.helpers import TINY_BERT, random_inputs, tiny_backbone
 

@@ -10,7 +10,7 @@ continues with exactly the examples it would have seen (:func:`sampled_batches` 
 example ``s × batch``). A task's size is its number of training sequences (ReCoRD:
 one per gold answer, as T5).
 
-Model inputs (:class:`nemot.models.t5.ModulatedT5`'s): ``encoder_token_ids`` (the input
+Model inputs (:class:`nemot.hosts.t5.ModulatedT5`'s): ``encoder_token_ids`` (the input
 and ``</s>``, cut to ``max_input_length``), ``decoder_token_ids`` (``<pad>`` then the
 target shifted right, T5's decoder start), their padding masks, ``task_index``; targets:
 the target and ``</s>``, ``-1`` at padding.
@@ -110,7 +110,7 @@ def _pad(arrays, length, value):
 
 
 def model_batch(inputs, targets, task_index, max_input_length, max_target_length):
-    """``(x, y)`` numpy arrays for :class:`nemot.models.t5.ModulatedT5`."""
+    """``(x, y)`` numpy arrays for :class:`nemot.hosts.t5.ModulatedT5`."""
     encoder = _pad(inputs, max_input_length, PAD_ID)
     labels = _pad(targets, max_target_length, IGNORE)
     decoder = np.concatenate([np.full((len(targets), 1), PAD_ID, np.int32),

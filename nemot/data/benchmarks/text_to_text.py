@@ -1,5 +1,5 @@
 """GLUE and SuperGLUE in T5's text-to-text form (Raffel et al. 2020, appendix D): the data
-of a T5 backbone (:class:`nemot.models.t5.ModulatedT5`, with any ``[[model.modulation]]``),
+of a T5 backbone (:class:`nemot.hosts.t5.ModulatedT5`, with any ``[[model.modulation]]``),
 mixed by :mod:`nemot.data.benchmarks.mixture`; the HyperGrid reproduction trains on it.
 
 An input is the task's prefix and its fields as ``key: value``; a target is a label

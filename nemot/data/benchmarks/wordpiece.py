@@ -1,8 +1,8 @@
 """BERT's word pieces: the tokenizer of a checkpoint and the packer of segments into
 ``[CLS] A [SEP] B [SEP]`` rows (KerasHub's ``BertTokenizer`` and ``MultiSegmentPacker``).
 
-Data code (the SuperGLUE pair encoder, the minBERT tasks) packs with these; the model
-side re-exports them from :mod:`nemot.models.bert`.
+Data code (the SuperGLUE pair encoder, the minBERT tasks) packs with these; the BERT host
+(:mod:`nemot.hosts.bert`) loads its checkpoints' tokenizer with :func:`load_tokenizer`.
 """
 
 import keras_hub

@@ -22,8 +22,7 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from nemot.data.benchmarks.wordpiece import (  # noqa: F401  (re-exported)
-    TRUNCATIONS, InputPacker, load_tokenizer)
+from nemot.data.benchmarks.wordpiece import load_tokenizer
 from nemot.modulation.base import HOST_KEYS
 from nemot.modulation.gating_block import AUX_KEYS
 from nemot.modulation.host import BERT, host_stack
