@@ -406,11 +406,14 @@ class TextToTextCausalLM(CausalLM):
             transfer_weights(model, padded)
         return padded
 
-    # Override: a preset holds no optimizer state.
+    # Override: a preset holds no optimizer state; its metadata names the task "CausalLM".
     def save_to_preset(self, preset_dir, **kwargs):
-        """KerasHub's; its metadata names the task as KerasHub names GPT-2's
-        (``"CausalLM"``) rather than by nemot's shared base class."""
-        super().save_to_preset(preset_dir, **kwargs)
+        """KerasHub's, without the optimizer's state (a preset holds weights, and its loader
+        compiles a fresh optimizer; GPT-2's heads are its backbone's, so it saves none); its
+        metadata names the task as KerasHub names GPT-2's (``"CausalLM"``) rather than by
+        nemot's shared base class."""
+        with _optimizer_hidden(self):
+            super().save_to_preset(preset_dir, **kwargs)
         metadata_file = os.path.join(preset_dir, "metadata.json")
         with open(metadata_file) as f:
             metadata = json.load(f)
@@ -419,14 +422,7 @@ class TextToTextCausalLM(CausalLM):
         with open(metadata_file, "w") as f:
             json.dump(metadata, f, indent=4)
 
-    # Override: a preset holds no optimizer state.
-    def save_task_weights(self, filepath):
-        """KerasHub's, without the optimizer's state: a preset holds weights, and its
-        loader compiles a fresh optimizer (GPT-2's heads are its backbone's: it saves none)."""
-        with _optimizer_hidden(self):
-            super().save_task_weights(filepath)
-
-    # Override: a preset holds no optimizer state.
+    # Override: a preset holds no optimizer state (nor warns of one, saved by an earlier nemot).
     def load_task_weights(self, filepath):
         """KerasHub's, ignoring an optimizer state saved beside the heads."""
         with _optimizer_hidden(self):
