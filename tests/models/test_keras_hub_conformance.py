@@ -4,6 +4,8 @@ results. Where NeMoT differs by design, docs/gpt2.md ("KerasHub's habits") state
 the test asserts the difference.
 """
 
+import re
+
 import keras
 import keras_hub
 import numpy as np
@@ -144,3 +146,23 @@ def test_nemots_additions_ride_on_kerashubs_generate(nemot_lm):
 def test_wrong_prompts_are_refused_by_name(nemot_lm, bad, error, words):
     with pytest.raises(error, match=words):
         nemot_lm.generate(bad)
+
+
+def test_the_docs_list_every_method_the_task_overrides():
+    """docs/gpt2.md's table of overrides names exactly the KerasHub and Keras methods that
+    NeMoT's task classes define again (KerasHub's generation hooks aside)."""
+    from pathlib import Path
+
+    from nemot.models.task import TextToTextCausalLM
+
+    hooks = {"generate_step", "preprocessor_cls", "backbone_cls"}
+    bases = keras_hub.models.CausalLM.__mro__
+    overridden = {name for cls in (TextToTextCausalLM, nemot.NeMoTCausalLM)
+                  for name in vars(cls)
+                  if not name.startswith("__") and name not in hooks
+                  and any(name in vars(base) for base in bases)}
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "gpt2.md").read_text()
+    table = docs.split("### What the task changes in KerasHub's `CausalLM`", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "`" in line]
+    listed = {name for row in rows for name in re.findall(r"`(\w+)`", row.rsplit("|", 2)[1])}
+    assert listed == overridden
