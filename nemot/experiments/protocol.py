@@ -40,6 +40,9 @@ statistics, report and figure, :mod:`nemot.experiments.config` reads the typed s
   the difference being X minus the baseline, and the figure marks its means.
 - optionally ``paper_table(output_dir, manifest) -> (markdown, data)``: the paper's own
   layout of the finished runs, added to the report (``report.json["paper_table"]``).
+- optionally ``unused_settings(config) -> {key}``: the keys of a run's flat settings
+  (``{"model.depth": 40, ...}``, its ``config.toml``) that its model and data do not read
+  (a DenseNet's depth in an LSTM run); the report's settings table leaves them out.
 
 ``reproduction`` may also be a dotted module path, for experiments outside the package.
 

@@ -272,7 +272,7 @@ def report(output_dir):
     note = getattr(module, "PAPER_NOTES", {}).get(table)
     if note and not synthetic:
         lines += [f"Paper: {note}", ""]
-    settings, data["settings"] = _shared_settings(groups)
+    settings, data["settings"] = _shared_settings(groups, module)
     lines += ["## Settings", "", settings, ""]
     return "\n".join(lines), data
 
@@ -319,18 +319,24 @@ def _differing_settings(groups):
     return lines + [""]
 
 
-def _shared_settings(groups):
-    """``(markdown, {key: value})`` of the settings every finished run shares."""
+def _shared_settings(groups, module=None):
+    """``(markdown, {key: value})`` of the settings every finished run shares, less those
+    no run reads (the recipe's ``unused_settings``)."""
     configs = [g.config for g in groups]
     if any(c is None for c in configs):
         missing = [g.label for g in groups if g.config is None]
         return (f"Runs of {', '.join(missing)} recorded no `config.toml`.", {})
+    unused = getattr(module, "unused_settings", None)
+    unread = set.intersection(*(set(unused(c)) for c in configs)) if unused else set()
     shared = {k: v for k, v in configs[0].items()
-              if all(k in c and c[k] == v for c in configs[1:])}
+              if k not in unread and all(k in c and c[k] == v for c in configs[1:])}
     lines = ["Shared by every finished run (from their `config.toml`):", "",
              "| setting | value |", "|---|---|"]
     lines += [f"| {k} | {'not recorded' if v is None else _value(v)} |"
               for k, v in shared.items()]
+    if unread:
+        lines += ["", "Left out, as these runs' model and data do not read them: "
+                  + ", ".join(f"`{k}`" for k in configs[0] if k in unread) + "."]
     return "\n".join(lines), shared
 
 

@@ -241,6 +241,29 @@ def compile_model(model, train, total_steps, steps_per_epoch=1):
 # Keys of a run's config.toml that run_one reads off the data (model_config), not the
 # settings: the protocol does not compare them.
 DERIVED_KEYS = ("model.num_classes", "model.vocab_size", "model.input_shape")
+# Settings that only some architectures or datasets read: (the field that decides, the
+# values of it that read the setting). A report shows each only where it applies.
+READ_BY = {
+    "model.modulated": ("model.architecture", ("cnn", "densenet")),
+    "model.depth": ("model.architecture", ("densenet",)),
+    "model.growth_rate": ("model.architecture", ("densenet",)),
+    "model.dropout": ("model.architecture", ("densenet", "lstm")),
+    "model.input_shape": ("model.architecture", ("cnn", "densenet")),
+    **{f"model.{key}": ("model.architecture", ("lstm",))
+       for key in ("cell", "hidden", "embedding_dim", "mask_padding", "vocab_size")},
+    "data.augment": ("data.dataset", ("cifar10",)),
+    **{f"data.{key}": ("data.dataset", ("names", "sst2")) for key in ("max_length", "padding")},
+    **{f"data.{key}": ("data.dataset", ("sst2",)) for key in ("train_file", "test_file", "layout")},
+    **{f"data.{key}": ("data.dataset", ("names",))
+       for key in ("split", "deduplicate", "alphabet", "unknown")},
+}
+
+
+def unused_settings(config):
+    """The keys of a run's flat settings (``{"model.depth": 40, ...}``) that its
+    architecture and dataset do not read (the protocol's hook for reports)."""
+    return {key for key, (field, readers) in READ_BY.items()
+            if key in config and config.get(field) not in readers}
 
 
 def resolved_toml(experiment, variant, seed, config=None):

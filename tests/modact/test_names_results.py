@@ -24,3 +24,19 @@ def test_readme_names_table_is_the_committed_report():
     assert any(line.startswith("| modulated vs C1 |") for line in expected)
     missing = [line for line in expected if line not in readme]
     assert not missing, "README's NAMES table is stale; paste:\n" + "\n".join(expected)
+
+
+def test_the_reports_settings_are_those_an_lstm_on_names_reads():
+    """The settings table leaves out what the runs' model and data do not read (a DenseNet's
+    depth, SST-2's file layout) and says so; what they do read stays."""
+    from nemot.modact.experiment import unused_settings
+
+    section = REPORT.read_text(encoding="utf-8").split("## Settings\n", 1)[1]
+    shown = {line.split(" | ")[0].lstrip("| ") for line in section.splitlines()
+             if line.startswith("| ") and not line.startswith("| setting")}
+    assert {"model.embedding_dim", "model.dropout", "data.dataset", "train.batch_size"} <= shown
+    unread = unused_settings({**{key: 0 for key in shown | {"model.depth", "data.layout"}},
+                              "model.architecture": "lstm", "data.dataset": "names"})
+    assert unread >= {"model.depth", "data.layout"} and not unread & shown
+    assert "Left out, as these runs' model and data do not read them: " in section
+    assert "`data.layout`" in section and "`model.depth`" in section
