@@ -161,11 +161,12 @@ def copy(source, path):
 
 
 def read_text(path, error=UserError):
-    """The UTF-8 text of ``path``; a byte that is not UTF-8 raises ``error`` (a
-    :class:`~nemot.errors.UserError` class) naming the file, the line and the byte offset."""
+    """The UTF-8 text of ``path``, without the byte-order mark some editors write first; a
+    byte that is not UTF-8 raises ``error`` (a :class:`~nemot.errors.UserError` class)
+    naming the file, the line and the byte offset."""
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
         line = data[:err.start].count(b"\n") + 1
         raise error(f"{path}: line {line}: expected UTF-8 text; byte 0x{data[err.start]:02x} at "

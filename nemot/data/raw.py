@@ -37,11 +37,18 @@ class DataError(UserError, ValueError):
         super().__init__(message)
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 def decode(path, data, offset=0, line=None):
     """``data`` (bytes of ``path`` from byte ``offset`` on, starting line ``line``) as UTF-8
-    text; a :class:`DataError` names the line and the byte offset of a byte that is not."""
+    text, without the byte-order mark some editors (Notepad, Excel) write first and with
+    Windows' line ends (CRLF) read as ``\\n``; a :class:`DataError` names the line and the
+    byte offset of a byte that is not UTF-8."""
+    if offset == 0 and data.startswith(BOM):
+        data, offset = data[len(BOM):], len(BOM)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as err:
         line = (line or 1) + data[:err.start].count(b"\n")
         raise DataError(path, line, "(bytes)",
@@ -57,7 +64,7 @@ def read_text(path):
 
 def lines(path):
     """``(line_number, line)`` of a UTF-8 text file, each line with its newline (see
-    :func:`decode`); lines end at ``\\n`` only."""
+    :func:`decode`: a CRLF ends a line as ``\\n``); lines end at ``\\n`` only."""
     offset = 0
     with open(path, "rb") as f:
         for line_no, raw in enumerate(f, 1):

@@ -2,9 +2,14 @@
 error naming the file: never another exception, never a hang (tests/data/fuzz.py).
 
 A few examples per reader here (hypothesis generates them and shrinks a failure);
-``python -m bench fuzz --examples N`` reads many more and counts the outcomes.
+``python -m bench fuzz --examples N`` reads many more and counts the outcomes. And each
+text file saved as an editor on Windows saves it (a byte-order mark, CRLF line ends) reads
+as the same data.
 """
 
+import dataclasses
+
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -58,3 +63,34 @@ def test_the_outcomes_are_told_apart(tmp_path):
                 for behaviour in ("unnamed", "named", "other", "invalid")}
     assert outcomes == {"unnamed": "unnamed_error", "named": "named_error",
                         "other": "unexpected", "invalid": "unexpected"}
+
+
+# What an editor on Windows writes: a byte-order mark first, CRLF line ends.
+TEXT_KINDS = ("text", "json", "jsonl", "tsv", "csv", "csv-tab", "toml")
+
+
+def _same(a, b):
+    if dataclasses.is_dataclass(a):
+        return type(a) is type(b) and _same(dataclasses.asdict(a), dataclasses.asdict(b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("name", sorted(name for name, target in fuzz.TARGETS.items()
+                                        if target.kind in TEXT_KINDS))
+def test_a_byte_order_mark_and_windows_line_ends_read_as_the_same_data(name, root):
+    target = fuzz.TARGETS[name]
+    with target.prepared(root) as case:
+        expected = case.read()
+        lf = case.original.replace(b"\r\n", b"\n")  # a one-line JSON file gets the mark only
+        case.path.write_bytes(b"\xef\xbb\xbf" + lf.replace(b"\n", b"\r\n"))
+        try:
+            got = case.read()
+        finally:
+            case.path.write_bytes(case.original)
+    assert _same(got, expected), name
