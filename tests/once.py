@@ -13,15 +13,19 @@ import os
 import shutil
 
 
+def session_root(tmp_path_factory):
+    """The session's temporary directory, shared by its xdist workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def once(tmp_path_factory, name, produce):
     """The directory ``produce(directory)`` filled, run once per session; returns it.
 
     A failed ``produce`` leaves nothing behind, so the next test to ask runs it again
     (and fails with its own message).
     """
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the session's root, shared by the workers
+    base = session_root(tmp_path_factory)
     directory = base / f"once-{name}"
     with open(base / f"once-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

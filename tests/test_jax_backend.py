@@ -14,7 +14,7 @@ from tests.conftest import CHEAP_XLA_FLAGS
 from tests.layers import attention_cases
 from tests.models import test_golden
 from tests.models.test_routing import check_block_updates, check_replica_masks
-from tests.once import once
+from tests.once import once, session_root
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Two CPU devices for keras.distribution; the suite's cheap XLA compilation (numerics
@@ -27,13 +27,26 @@ XLA_FLAGS = (f"--xla_force_host_platform_device_count=2 {CHEAP_XLA_FLAGS} "
              "--xla_cpu_parallel_codegen_split_count=1")
 
 
+def jax_environment(tmp_path_factory):
+    """The environment of a JAX subprocess of the session: the backend, :data:`XLA_FLAGS`,
+    and JAX's persistent compilation cache in a directory the session's JAX processes
+    share, every program in it however quickly it compiled. A program compiled once is
+    read back where it compiles again, in that process or another: the tiny training step
+    of tests/faults.py compiles once for its killed run, its uninterrupted run and the
+    resumption (a run's CPU time 28 s the first time, 12 s read back). An entry read while
+    another process writes it fails its decompression, and the program compiles."""
+    cache = session_root(tmp_path_factory) / "jax-compilation-cache"
+    return dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=XLA_FLAGS, TF_CPP_MIN_LOG_LEVEL="3",
+                JAX_COMPILATION_CACHE_DIR=str(cache),
+                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     def produce(directory):
-        env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=XLA_FLAGS,
-                   TF_CPP_MIN_LOG_LEVEL="3")
         done = subprocess.run([sys.executable, "-m", "tests.jax_worker",
-                               str(directory / "report.json")], cwd=ROOT, env=env,
+                               str(directory / "report.json")], cwd=ROOT,
+                              env=jax_environment(tmp_path_factory),
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
 

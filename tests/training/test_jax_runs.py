@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.once import once
-from tests.test_jax_backend import XLA_FLAGS
+from tests.test_jax_backend import jax_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -20,10 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     def produce(directory):
-        env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=XLA_FLAGS,
-                   TF_CPP_MIN_LOG_LEVEL="3")
         done = subprocess.run([sys.executable, "-m", "tests.training.jax_runs", str(directory)],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+                              cwd=ROOT, env=jax_environment(tmp_path_factory),
+                              capture_output=True, text=True, timeout=1800)
         assert done.returncode == 0, done.stderr[-3000:]
 
     return json.loads((once(tmp_path_factory, "jax_runs", produce) / "report.json").read_text())
