@@ -90,3 +90,17 @@ def test_the_compile_table_quotes_the_benchmark():
         assert cells == [f"{m['parameters'] / 1e6:.0f}M", f"{m['xla_compile_seconds']:.1f}",
                          f"{m['jax_trace_seconds']:.1f}", f"{m['compile_seconds']:.1f}",
                          f"{ratio:.2f}" if name != "keras_hub_gpt2" else "1"], (name, cells)
+
+
+def test_the_demo_sentence_quotes_the_committed_demo_run():
+    """The README's ``make demo`` figures are those of results/demo/summary.json, the
+    summary a full ``make demo`` wrote."""
+    summary = json.loads((ROOT / "results" / "demo" / "summary.json").read_text())
+    assert summary["fast"] is False
+    quoted = (f"validation perplexity {summary['initial_perplexity']:,.0f} untrained and "
+              f"{summary['final_perplexity']:,.1f} pre-trained")
+    text = " ".join(README.split())
+    assert quoted in text
+    assert f"{summary['test_accuracy']:.0%} test accuracy (chance 50%)" in text
+    assert (f"({summary['pretrain_steps']} steps)" in text
+            and f"{summary['finetune_steps']} steps)" in text)
