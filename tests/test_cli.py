@@ -127,6 +127,31 @@ def _one_line_error(capsys):
     return err.strip()
 
 
+def test_generates_wrong_values_end_in_one_line(tmp_path, capsys):
+    """Each option of ``nemot generate`` given a wrong value: argparse's usage and error,
+    or one ``error:`` line naming the option, never a traceback."""
+    prompt = ["--prompt", "<q> Why? <sep>"]
+    for value in ("0", "-3", "x"):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["generate", "--checkpoint", "m.keras", *prompt, "--max-new-tokens", value])
+        assert exit_info.value.code == 2
+        assert f"argument --max-new-tokens: {value!r}: expected a positive whole number" in \
+            capsys.readouterr().err
+    path = tmp_path / "lm.keras"
+    nemot.build_model(nemot.NeMoTConfig.preset("tiny").replace(
+        num_vanilla_layers=1, num_nm_layers=1, output_blocks=("lm",)), preprocessor=None).save(path)
+    for option, value, expected in [
+            ("--sampler", "nope", "--sampler 'nope': expected one of ('greedy', 'top_k'"),
+            ("--task-token", "zzz", "--task-token 'zzz': output block 'zzz' has no task token"),
+            ("--task-token", "gqa", "--task-token 'gqa': token_ids: <gqa> at auxiliary position "
+                                    "2 (<task>); expected the task token of one of the model's "
+                                    "output blocks ['lm']"),
+            ("--input", str(tmp_path / "none.txt"), "none.txt: no such file")]:
+        assert cli.main(["generate", "--checkpoint", str(path), *prompt, option, value]) == 2, \
+            option
+        assert expected in _one_line_error(capsys), option
+
+
 def test_generate_refuses_a_prompt_without_sep(tmp_path, capsys):
     assert cli.main(["generate", "--checkpoint", str(tmp_path / "x.keras"),
                      "--prompt", "<q> Why?"]) == 2

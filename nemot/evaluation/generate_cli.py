@@ -10,8 +10,12 @@ the run's ``data.task_token`` when the checkpoint sits in a run directory (see
 ``--max-new-tokens`` or the end of the model's window.
 """
 
+import argparse
 import json
+import os
 import sys
+
+import numpy as np
 
 from nemot import console, vocab
 from nemot.errors import ConfigError
@@ -27,7 +31,8 @@ def add_parser(subparsers):
     parser.add_argument("--task-token", default=None,
                         help="output block / task token (default: the run's data.task_token, "
                              "else gqa)")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--max-new-tokens", type=_positive_int, default=32,
+                        help="most tokens generated per prompt (default 32)")
     parser.add_argument("--sampler", default=None,
                         help="a keras_hub sampler name (default greedy)")
     parser.add_argument("--tokenizer", default=None,
@@ -35,9 +40,22 @@ def add_parser(subparsers):
     parser.set_defaults(func=main)
 
 
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive whole number")
+    return value
+
+
 def read_prompts(args):
     prompts = list(args.prompt)
     if args.input:
+        if args.input != "-" and not os.path.isfile(args.input):
+            raise ConfigError(f"--input {args.input}: no such file (one prompt per line, - for "
+                              "standard input)")
         handle = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
         with handle:
             prompts += [line.strip() for line in handle if line.strip()]
@@ -57,10 +75,24 @@ def main(args):
     from nemot.models.generation import generate
     from nemot.evaluation.evaluate import load_checkpoint, run_defaults
 
+    from nemot.models.generation import get_sampler
+
+    try:
+        get_sampler(args.sampler)
+    except ValueError as error:
+        raise ConfigError(f"--{error}") from None
     tokenizer = Tokenizer(args.tokenizer)
     task_token = args.task_token or run_defaults(args.checkpoint).get("task_token", "gqa")
+    source = "--task-token" if args.task_token else "the run's data.task_token"
+    try:
+        aux = [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(task_token)]
+    except ValueError as error:
+        raise ConfigError(f"{source} {task_token!r}: {error}") from None
     model = load_checkpoint(args.checkpoint)
-    aux = [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(task_token)]
+    try:
+        model.check_batch(np.array([aux + [vocab.PAD_ID]]))
+    except ValueError as error:
+        raise ConfigError(f"{source} {task_token!r}: {error}") from None
     ids = [aux + tokenizer.encode(prompt) for prompt in prompts]
     outputs = generate(model, ids, max_new_tokens=args.max_new_tokens, sampler=args.sampler)
     results = []

@@ -42,6 +42,8 @@ from nemot.data.pos_tags import needs_pos_tags
 # Prompt widths are rounded up to a multiple of this when the buffer is sized from
 # max_new_tokens, so that batches of similar prompts share one compiled loop.
 PROMPT_ROUNDING = 64
+# KerasHub's samplers by name (keras_hub.samplers.get).
+SAMPLERS = ("greedy", "top_k", "top_p", "random", "beam", "contrastive")
 
 
 def get_sampler(sampler=None):
@@ -55,7 +57,10 @@ def get_sampler(sampler=None):
     if sampler is None:
         return keras_hub.samplers.GreedySampler()
     if isinstance(sampler, str):
-        sampler = keras_hub.samplers.get(sampler)
+        name, sampler = sampler, keras_hub.samplers.get(sampler)
+        if not isinstance(sampler, keras_hub.samplers.Sampler):
+            raise ValueError(f"sampler {name!r}: expected one of {SAMPLERS} (KerasHub's "
+                             "samplers)")
     if not isinstance(sampler, keras_hub.samplers.Sampler):
         raise TypeError(f"sampler must be a keras_hub.samplers.Sampler or its name, "
                         f"got {type(sampler).__name__}")
