@@ -28,8 +28,8 @@ XLA_FLAGS = (f"--xla_force_host_platform_device_count=2 {CHEAP_XLA_FLAGS} "
 
 
 def jax_environment(tmp_path_factory):
-    """The environment of a JAX subprocess of the session: the backend, :data:`XLA_FLAGS`,
-    and JAX's persistent compilation cache in a directory the session's JAX processes
+    """The environment of a JAX subprocess of the test run: the backend, :data:`XLA_FLAGS`,
+    and JAX's persistent compilation cache in a directory the run's JAX processes
     share, every program in it however quickly it compiled. A program compiled once is
     read back where it compiles again, in that process or another: the tiny training step
     of tests/faults.py compiles once for its killed run, its uninterrupted run and the
@@ -50,7 +50,7 @@ def report(tmp_path_factory):
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
 
-    # One JAX subprocess per session, whichever xdist worker asks first.
+    # One JAX subprocess per test run, whichever xdist worker asks first.
     return json.loads((once(tmp_path_factory, "jax", produce) / "report.json").read_text())
 
 
