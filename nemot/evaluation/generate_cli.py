@@ -77,8 +77,8 @@ def main(args):
 
     from nemot.models.generation import get_sampler
 
-    try:
-        get_sampler(args.sampler)
+    try:  # None: the model's own compiled loop (greedy)
+        sampler = None if args.sampler is None else get_sampler(args.sampler)
     except ValueError as error:
         raise ConfigError(f"--{error}") from None
     tokenizer = Tokenizer(args.tokenizer)
@@ -94,7 +94,7 @@ def main(args):
     except ValueError as error:
         raise ConfigError(f"{source} {task_token!r}: {error}") from None
     ids = [aux + tokenizer.encode(prompt) for prompt in prompts]
-    outputs = generate(model, ids, max_new_tokens=args.max_new_tokens, sampler=args.sampler)
+    outputs = generate(model, ids, max_new_tokens=args.max_new_tokens, sampler=sampler)
     results = []
     for prompt, generated in zip(prompts, outputs):
         record = {"prompt": prompt, "answer": tokenizer.decode(generated).strip(), "ids": generated}
