@@ -8,7 +8,9 @@ order below (CPU seconds measured on the 2-core machine, longest first) is what 
 collection puts first; every other file keeps its place after them.
 """
 
+import collections
 import os
+import resource
 from pathlib import Path
 
 import pytest
@@ -43,7 +45,6 @@ SLOWEST_FIRST = (
     "tests/compare/test_experiment.py",
     "tests/models/test_losses.py",
     "tests/training/test_resume.py",
-    "tests/training/test_learning.py",
     "tests/experiments/test_nemot_runs.py",
     "tests/test_config.py",
     "tests/data/test_fuzz.py",
@@ -57,6 +58,50 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"tests/conftest.py SLOWEST_FIRST names no file: {missing}")
     rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+def _cpu_seconds():
+    """User + system CPU seconds of this process (every thread) and of its finished
+    children (a subprocess counts once the test has waited for it)."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                        resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_CPU_START] = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "teardown":
+        spent = _cpu_seconds() - item.stash.get(_CPU_START, _cpu_seconds())
+        outcome.get_result().user_properties.append(("cpu_seconds", round(spent, 2)))
+
+
+_CPU_START = pytest.StashKey[float]()
+_CPU_BY_FILE = collections.Counter()
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":
+        _CPU_BY_FILE[report.nodeid.split("::")[0]] += dict(report.user_properties).get(
+            "cpu_seconds", 0.0)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """CPU seconds per test file, the most first: what orders :data:`SLOWEST_FIRST` and
+    what a cut of the suite's time is measured by (``--durations`` gives wall seconds,
+    which a test waiting on the other worker's subprocess inflates)."""
+    if not _CPU_BY_FILE:
+        return
+    total = sum(_CPU_BY_FILE.values())
+    terminalreporter.section(f"CPU seconds per file ({total:.0f} in all)")
+    for path, seconds in _CPU_BY_FILE.most_common(25):
+        terminalreporter.write_line(f"{seconds:8.1f}  {path}")
 
 
 @pytest.fixture

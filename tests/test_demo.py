@@ -1,24 +1,19 @@
 """`make demo` in its fast mode: C4-format corpus from pydoc_data, pre-training lowers the
-validation perplexity, fine-tuning writes the ♣ / ♠ / last models, a results table; and
-the fine-tuning learns its task under another seed with TensorFlow's oneDNN operations
-off (they change the float rounding as another CPU does)."""
+validation perplexity, fine-tuning writes the ♣ / ♠ / last models, a results table. That
+it learns under another float rounding is tests/training/test_jax_runs.py's: the fast
+mode on JAX, whose XLA kernels round otherwise than TensorFlow's oneDNN ones."""
 
 import contextlib
 import csv
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import keras
 import pytest
 
 from nemot import demo
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -65,38 +60,6 @@ def test_demo_fast_mode(fast_demo):
     with open(out / "pretrain" / "results.csv", newline="") as handle:
         pre_rows = list(csv.DictReader(handle))
     assert abs(float(pre_rows[-1]["val_perplexity"]) / summary["final_perplexity"] - 1) < 1e-6
-
-
-# Fine-tunes the fast demo's pre-trained model as the fast demo does under each seed given;
-# prints the test accuracies.
-FINE_TUNE = """
-import json, sys
-from pathlib import Path
-from nemot import demo
-init, out, seeds = Path(sys.argv[1]), Path(sys.argv[2]), map(int, sys.argv[3:])
-sizes = demo.FAST
-accuracies = []
-for seed in seeds:
-    demo.finetune(out / f"seed{seed}", init, sizes, seed=seed)
-    accuracies.append(demo.evaluate(out / f"seed{seed}" / "model_best_metric.keras", sizes))
-print(json.dumps(accuracies))
-"""
-
-
-# Seed 0 with oneDNN on is the fast demo's own fine-tuning (test_demo_fast_mode); this is
-# another seed under the other rounding (each further seed costs the suite a minute).
-def test_fine_tuning_learns_under_another_seed_and_rounding(fast_demo, tmp_path):
-    out, _ = fast_demo
-    onednn, seeds = "0", [1]
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=onednn, PYTHONPATH=str(ROOT))
-    result = subprocess.run(
-        [sys.executable, "-c", FINE_TUNE, str(out / "pretrain" / "model_last.keras"),
-         str(tmp_path), *map(str, seeds)], capture_output=True, text=True, env=env, cwd=ROOT,
-        timeout=1800)
-    assert result.returncode == 0, result.stderr[-3000:]
-    accuracies = json.loads(result.stdout.splitlines()[-1])
-    print(f"TF_ENABLE_ONEDNN_OPTS={onednn}, seeds {seeds}: test accuracies {accuracies}")
-    assert len(accuracies) == len(seeds) and min(accuracies) >= 0.8, accuracies
 
 
 def test_own_questions_from_the_demo_model_beat_the_majority_class(fast_demo, tmp_path,
