@@ -39,7 +39,7 @@ from nemot.evaluation import metrics, plots, thesis_numbers
 
 DATASET_TITLES = {
     "squad_v2": "SQuADv2", "race": "RACE", "boolq": "BoolQ", "narrativeqa": "NarrativeQA",
-    "arc": "ARC", "obqa": "OBQA", "mctest": "MCTest", "drop": "DROP", "drop_contrast": "DROP-CS",
+    "arc": "ARC", "arc_easy": "ARC-Easy", "arc_challenge": "ARC-Hard", "obqa": "OBQA", "mctest": "MCTest", "drop": "DROP", "drop_contrast": "DROP-CS",
     "quoref": "Quoref", "quoref_contrast": "Quoref-CS", "ropes": "ROPES", "ropes_contrast": "ROPES-CS",
     "boolq_cs": "BoolQ-CS", "commonsenseqa": "CQA", "winogrande": "WG", "piqa": "PIQA", "siqa": "SIQA",
 }
@@ -174,7 +174,11 @@ def results_table(dataset, split, metric, scores, model_name="NeMoT (this run)",
     """
     names = [metric] if isinstance(metric, str) else list(metric)
     scores = {metric: scores} if isinstance(metric, str) else scores
-    ours = {m: {k: v * metrics.DISPLAY_SCALE[m] for k, v in scores[m].items()} for m in names}
+    # One part of ARC is a dataset of its own: its Total is the thesis' column of that part
+    # (thesis_numbers.results_for), which a column of the same subset would only repeat.
+    part = thesis_numbers.PART_DATASETS.get(dataset, (None, None))[1]
+    ours = {m: {k: v * metrics.DISPLAY_SCALE[m] for k, v in scores[m].items() if k != part}
+            for m in names}
     thesis_rows = [r for r in thesis_numbers.results_for(dataset, split, table) if r.metric in names]
     columns = [(m, subset) for m in names
                for subset in _ordered_subsets([ours[m]] + [r.scores for r in thesis_rows if r.metric == m])]

@@ -67,6 +67,13 @@ def test_thesis_rows_only_for_the_same_metric_and_arc_parts():
     assert rows == [["Model", "Total"], ["NeMoT (this run)", "25.00"]]
     rows = table_rows(report.results_table("arc_challenge", "test", "accuracy", {"total": 0.3}))
     assert ["NeMoT_general (thesis Table 3.7)", "32.59"] in rows
+    # A part scored as a dataset of its own (its records' subset is the part): one Total
+    # column, the thesis' Easy column in it, not an N/A beside a repeated one.
+    easy = report.results_table("arc_easy", "test", "accuracy", {"total": 0.5, "easy": 0.5})
+    assert easy.startswith("### ARC-Easy-test")
+    rows = table_rows(easy)
+    assert rows[0] == ["Model", "Total"] and rows[1] == ["NeMoT (this run)", "50.00"]
+    assert ["NeMoT_general (thesis Table 3.7)", "41.46"] in rows
 
 
 def test_read_predictions_roundtrip_and_errors(tmp_path):
