@@ -281,17 +281,17 @@ class TextToTextCausalLM(CausalLM):
         ``(hidden_states, cache)``."""
         aux_ids, text_ids = token_ids[:, :vocab.NUM_AUX], token_ids[:, vocab.NUM_AUX:]
         cache = self.backbone.init_cache(ops.shape(text_ids)[0], ops.shape(text_ids)[1])
-        _, hidden_states, cache = self._cached_pass(
-            text_ids, dict(cache, aux_ids=aux_ids), 0, padding_mask[:, vocab.NUM_AUX:],
-            pos_tags)
-        return hidden_states, cache
+        # No head here: the sampler's first step asks for its logits through call_with_cache.
+        return self._cached_pass(text_ids, dict(cache, aux_ids=aux_ids), 0,
+                                 padding_mask[:, vocab.NUM_AUX:], pos_tags)
 
     def call_with_cache(self, token_ids, cache, cache_update_index):
         """KerasHub's hook: the text tokens ``token_ids`` [batch, q] at text positions
         ``[cache_update_index, + q)`` against the caches of :meth:`_build_cache`. Returns
         ``(logits, hidden_states, cache)``."""
         written = ops.ones((ops.shape(token_ids)[0], ops.shape(cache["vanilla"])[3]), "bool")
-        return self._cached_pass(token_ids, cache, cache_update_index, written)
+        hidden_states, cache = self._cached_pass(token_ids, cache, cache_update_index, written)
+        return self.head(hidden_states), hidden_states, cache
 
     def _cached_pass(self, text_ids, cache, cache_update_index, text_valid, pos_tags=None):
         if not self.supports_cache:
@@ -303,8 +303,7 @@ class TextToTextCausalLM(CausalLM):
             text_valid, cache_update_index, ops.shape(text_ids)[1], sets)
         out = self.backbone.forward(aux_ids, text_ids, text_mask, nm_mask, pos_tags, cache=sets,
                                     cache_update_index=cache_update_index)
-        hidden_states = out["hidden_states"]
-        return self.head(hidden_states), hidden_states, dict(out["cache"], aux_ids=aux_ids)
+        return out["hidden_states"], dict(out["cache"], aux_ids=aux_ids)
 
     def generate_step(self, inputs, stop_token_ids=None, sampler=None):
         """KerasHub's hook: decode one batch, ``{"token_ids", "padding_mask"}`` of
