@@ -26,8 +26,10 @@ $(STAMP): setup.cfg pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(PY) -m nemot.demo
 
+# Three pytest-xdist workers on two cores: a third runs while another waits on a subprocess
+# (tests/conftest.py says what was measured).
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=15
 
 bench: $(STAMP)
 	$(PY) -m bench
