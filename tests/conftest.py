@@ -73,6 +73,10 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
+_CPU_START = pytest.StashKey[float]()
+_CPU_BY_FILE = collections.Counter()
+
+
 def _cpu_seconds():
     """User + system CPU seconds of this process (every thread) and of its finished
     children (a subprocess counts once the test has waited for it)."""
@@ -91,12 +95,8 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     if call.when == "teardown":
-        spent = _cpu_seconds() - item.stash.get(_CPU_START, _cpu_seconds())
+        spent = _cpu_seconds() - item.stash[_CPU_START]
         outcome.get_result().user_properties.append(("cpu_seconds", round(spent, 2)))
-
-
-_CPU_START = pytest.StashKey[float]()
-_CPU_BY_FILE = collections.Counter()
 
 
 def pytest_runtest_logreport(report):

@@ -72,10 +72,8 @@ def main(args):
     prompts = read_prompts(args)
     check_checkpoint(args.checkpoint)
     from nemot.data import Tokenizer
-    from nemot.models.generation import generate
     from nemot.evaluation.evaluate import load_checkpoint, run_defaults
-
-    from nemot.models.generation import get_sampler
+    from nemot.models.generation import generate, get_sampler
 
     try:  # None: the model's own compiled loop (greedy)
         sampler = None if args.sampler is None else get_sampler(args.sampler)

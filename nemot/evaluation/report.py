@@ -39,7 +39,8 @@ from nemot.evaluation import metrics, plots, thesis_numbers
 
 DATASET_TITLES = {
     "squad_v2": "SQuADv2", "race": "RACE", "boolq": "BoolQ", "narrativeqa": "NarrativeQA",
-    "arc": "ARC", "arc_easy": "ARC-Easy", "arc_challenge": "ARC-Hard", "obqa": "OBQA", "mctest": "MCTest", "drop": "DROP", "drop_contrast": "DROP-CS",
+    "arc": "ARC", "arc_easy": "ARC-Easy", "arc_challenge": "ARC-Hard", "obqa": "OBQA",
+    "mctest": "MCTest", "drop": "DROP", "drop_contrast": "DROP-CS",
     "quoref": "Quoref", "quoref_contrast": "Quoref-CS", "ropes": "ROPES", "ropes_contrast": "ROPES-CS",
     "boolq_cs": "BoolQ-CS", "commonsenseqa": "CQA", "winogrande": "WG", "piqa": "PIQA", "siqa": "SIQA",
 }
