@@ -22,7 +22,8 @@ writes everything it printed, with the phase times and the machine, to
 
 ``python -m nemot.demo [--out DIR] [--fast]``; ``--fast`` (or ``NEMOT_DEMO_FAST=1``)
 uses tiny sizes, for the test suite. The output directory (default
-``checkpoints/demo``) is emptied first, so every demo run starts afresh.
+``checkpoints/demo``) is emptied first, so every demo run starts afresh; each stage keeps
+only its newest training checkpoint (a demo model with its optimizer state is about 150 MB).
 """
 
 import argparse
@@ -110,7 +111,8 @@ def pretrain(out, corpus, sizes):
         "data": {"dir": str(corpus), "validation_split": "validation"},
         "train": {"batch_size": sizes["pretrain_batch"], "epochs": sizes["pretrain_epochs"],
                   "steps_per_epoch": sizes["pretrain_steps"],
-                  "checkpoint_every": sizes["pretrain_steps"], "verbose": 2},
+                  "checkpoint_every": sizes["pretrain_steps"], "keep_checkpoints": 1,
+                  "verbose": 2},
         "schedule": {"type": "cosine", "rate": 3e-3,
                      "decay_steps": sizes["pretrain_epochs"] * sizes["pretrain_steps"]},
         "loss": {"lm_weight": 0.0, "vanilla_weight": 0.0}}, source="nemot.demo")
@@ -161,7 +163,7 @@ def finetune(out, init_from, sizes, seed=0):
         "data": {"dataset": "synthetic_category", "task_token": "lm"},
         "train": {"batch_size": sizes["finetune_batch"], "epochs": sizes["finetune_epochs"],
                   "steps_per_epoch": sizes["finetune_steps"], "init_from": str(init_from),
-                  "verbose": 2, "decode_jit_compile": False},
+                  "keep_checkpoints": 1, "verbose": 2, "decode_jit_compile": False},
         "schedule": {"type": "constant", "rate": FINETUNE_RATE}}, source="nemot.demo")
     source = trainer.examples_source(train, batch_size=cfg.train.batch_size, max_text_length=n,
                                      seed=seed, validation_examples=dev, eval_set=dev, metric="accuracy",

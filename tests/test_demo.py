@@ -8,6 +8,7 @@ import csv
 import gzip
 import io
 import json
+import shutil
 
 import keras
 import pytest
@@ -18,12 +19,14 @@ from nemot import demo
 
 @pytest.fixture(scope="module")
 def fast_demo(tmp_path_factory):
-    """The fast demo's output directory and what it printed."""
+    """The fast demo's output directory and what it printed; removed after this file's
+    tests (its models and checkpoints take about 1 GB)."""
     out = tmp_path_factory.mktemp("demo") / "demo"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         assert demo.main(["--out", str(out), "--fast"]) == 0
-    return out, printed.getvalue()
+    yield out, printed.getvalue()
+    shutil.rmtree(out.parent)
 
 
 def test_demo_fast_mode(fast_demo):

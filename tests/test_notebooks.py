@@ -28,6 +28,7 @@ import configparser
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -173,12 +174,15 @@ def test_02_pretraining_c4(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def finetuned_03(tmp_path_factory):
-    """Notebook 03 run once: its own test, and the model notebook 05 inspects."""
+    """Notebook 03 run once: its own test, and the model notebook 05 inspects; removed
+    after this file's tests."""
     workdir = tmp_path_factory.mktemp("notebook_03")
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.delenv("NEMOT_DATASET", raising=False)
         monkeypatch.delenv("NEMOT_PRETRAINED", raising=False)
-        return run_notebook("03_finetune_qa", workdir, monkeypatch, eager=False)
+        ran = run_notebook("03_finetune_qa", workdir, monkeypatch, eager=False)
+    yield ran
+    shutil.rmtree(workdir)
 
 
 def test_03_finetune_qa(finetuned_03):

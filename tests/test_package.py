@@ -13,6 +13,7 @@ at the versions of constraints.txt.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -62,7 +63,8 @@ def user(dist, tmp_path_factory):
     def run(*command):
         return _run(command, cwd=folder, env=env)
 
-    return run, folder
+    yield run, folder
+    shutil.rmtree(root)
 
 
 def test_wheel_and_sdist_hold_the_recipes_and_pass_twine(dist):

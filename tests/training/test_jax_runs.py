@@ -5,6 +5,7 @@ checks one part of its report."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -24,6 +25,12 @@ def report(tmp_path_factory):
                               cwd=ROOT, env=jax_environment(tmp_path_factory),
                               capture_output=True, text=True, timeout=1800)
         assert done.returncode == 0, done.stderr[-3000:]
+        # The tests read only the report; the runs' models take about 3 GB.
+        for path in directory.iterdir():
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.name != "report.json":
+                path.unlink()
 
     return json.loads((once(tmp_path_factory, "jax_runs", produce) / "report.json").read_text())
 
