@@ -16,6 +16,7 @@ results row.
 
 import csv
 import json
+import logging
 import math
 import os
 
@@ -27,6 +28,7 @@ from keras import ops
 from nemot import files
 from nemot.evaluation.plots import TRAINING_LOG_COLUMNS
 
+logger = logging.getLogger(__name__)
 MODEL_FILES = {"best_loss": "model_best_loss.keras", "best_metric": "model_best_metric.keras",
                "last": "model_last.keras"}
 
@@ -115,6 +117,35 @@ class StepCheckpoint(StepCounting):
 
     def on_epoch_end(self, epoch, logs=None):
         self._save()
+
+
+class ResumedEpoch(keras.callbacks.Callback):
+    """A run resumed inside an epoch: put back the epoch's running metric sums that its
+    checkpoint held, after ``fit`` has reset them for the epoch, so that the epoch's logged
+    training loss covers all its steps as in the uninterrupted run.
+
+    Args:
+        values: the sums, in the order of ``model.metrics_variables``; None when the
+            checkpoint held none that fit (the row then covers the steps after the resume,
+            which ``resumed_at`` names in a warning).
+        resumed_at: the epoch's step the run resumed at (0: at an epoch's start, nothing
+            to put back).
+    """
+
+    def __init__(self, values, resumed_at):
+        super().__init__()
+        self.values = values if resumed_at else None
+        if resumed_at and values is None:
+            logger.warning("the checkpoint holds no running metric sums (written by an "
+                           "earlier nemot version): the resumed epoch's training loss in "
+                           "results.csv covers its steps from %d on", resumed_at + 1)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.values is None:
+            return
+        for variable, value in zip(self.model.metrics_variables, self.values, strict=True):
+            variable.assign(value)
+        self.values = None
 
 
 class ScalarLogger(StepCounting):

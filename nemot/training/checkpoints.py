@@ -15,6 +15,12 @@ A checkpoint ``ckpt-<step>.npz`` is one file, written under a temporary name and
 - among the model's variables, the state of every ``keras.random.SeedGenerator``
   (dropout): with them a resumed run draws the same dropout masks as an uninterrupted
   one, and its final weights are the same;
+- the running sums of the epoch's metrics (the loss tracker's and each compiled
+  metric's total and count): ``fit`` starts every epoch from zero, so a run resumed in
+  the middle of an epoch puts them back (:class:`~nemot.training.callbacks.ResumedEpoch`)
+  and logs the whole epoch's training loss, as the uninterrupted run does. A checkpoint
+  written before they were kept resumes all the same; that epoch's row then covers the
+  steps after the resume, and a warning says so;
 - ``index``: a small JSON text naming each variable's path, shape and dtype, the step
   and the backend that wrote it. Variables are matched by position (their paths carry
   process-wide name counters, ``adam_1/...``, that another process numbers otherwise)
@@ -51,6 +57,8 @@ NAME = re.compile(r"ckpt-(\d+)\.npz")
 LEGACY = re.compile(r"ckpt-(\d+)\.index")
 # What reading a cut or foreign file raises.
 UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+# The group of the epoch's running metric sums, beside "model" and "optimizer".
+METRICS = "metrics"
 
 
 class CheckpointError(UserError, ValueError):
@@ -100,6 +108,18 @@ def _variable_groups(model):
     return {"model": list(model.variables), "optimizer": list(model.optimizer.variables)}
 
 
+def _matching(index, arrays, variables, group):
+    """The arrays of ``group`` in a read checkpoint when they fit ``variables`` one to one
+    by shape, else None."""
+    entries = index["variables"].get(group)
+    if entries is None or len(entries) != len(variables):
+        return None
+    values = [arrays[f"{group}/{i}"] for i in range(len(entries))]
+    if any(tuple(a.shape) != tuple(v.shape) for a, v in zip(values, variables)):
+        return None
+    return values
+
+
 def read(path):
     """``(index, arrays)`` of the checkpoint file ``path``: the JSON index and
     ``{"model/<i>" | "optimizer/<i>": array}``; a cut or foreign file raises one of
@@ -138,6 +158,9 @@ class TrainingCheckpoint:
         if not optimizer.built:
             optimizer.build(model.trainable_variables)
         self.restored = None
+        # The restored epoch's running metric sums, for ResumedEpoch; None when the
+        # checkpoint holds none that fit.
+        self.epoch_metrics = None
         if is_chief and os.path.isdir(self.directory):
             files.remove_stale_temporaries(self.directory)
 
@@ -175,6 +198,8 @@ class TrainingCheckpoint:
             for group, variables in _variable_groups(self.model).items():
                 for i, variable in enumerate(variables):
                     variable.assign(arrays[f"{group}/{i}"])
+            self.epoch_metrics = _matching(index, arrays, self.model.metrics_variables,
+                                           METRICS)
             return self._restored(path, damaged)
         raise CheckpointError(
             f"{self.directory}: no checkpoint can be read ({'; '.join(damaged)}): "
@@ -237,16 +262,21 @@ class TrainingCheckpoint:
     def save(self):
         """Write ``ckpt-<step>.npz`` and remove all but the newest ``keep``; returns its
         path (None on a worker that is not the chief)."""
+        # Read on every worker: a metric's value under MultiWorkerMirroredStrategy is a
+        # sum over the workers, which they all take part in.
+        metrics = [(v, host_array(v)) for v in self.model.metrics_variables]
         if not self.is_chief:
             return None
         step = self.step
         index = {"format": FORMAT, "step": step, "backend": keras.backend.backend(),
                  "variables": {}}
         arrays = {"index": np.asarray("")}
-        for group, variables in _variable_groups(self.model).items():
+        groups = {group: [(v, host_array(v)) for v in variables]
+                  for group, variables in _variable_groups(self.model).items()}
+        groups[METRICS] = metrics
+        for group, values in groups.items():
             index["variables"][group] = []
-            for i, variable in enumerate(variables):
-                value = host_array(variable)
+            for i, (variable, value) in enumerate(values):
                 index["variables"][group].append([variable.path, list(value.shape),
                                                   str(value.dtype)])
                 arrays[f"{group}/{i}"] = value.view(np.uint16) if str(
