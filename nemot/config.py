@@ -5,9 +5,10 @@ import json
 import tomllib
 from pathlib import Path
 
-from nemot import files, vocab
+from nemot import files, ranges, vocab
 from nemot.errors import ConfigError
 from nemot.modulation.spec import ModulationSpec
+from nemot.ranges import Count, DropoutRate, NonNegativeFloat, PositiveFloat
 
 THESIS_OUTPUT_BLOCKS = (
     "lm", "mqa", "gqa", "highlighting_rs", "summarize_rs", "paraphrase_rs",
@@ -85,28 +86,28 @@ class NeMoTConfig:
             PALs, HyperGrid, modulated activations (none in the thesis).
     """
 
-    vocab_size: int = vocab.VOCAB_SIZE
-    vocab_padding: int = 1
-    max_text_length: int = 768
-    max_position_embeddings: int = 1024
-    d_model: int = 768
-    num_heads: int = 12
-    d_ff: int = 3072
-    dropout: float = 0.1
-    vanilla_attention_dropout: float = 0.1
-    attention_dropout: float = 0.0
-    layer_norm_epsilon: float = 1e-5
-    num_vanilla_layers: int = 12
-    num_nm_layers: int = 12
-    num_output_layers: int = 3
+    vocab_size: Count = vocab.VOCAB_SIZE
+    vocab_padding: Count = 1
+    max_text_length: Count = 768
+    max_position_embeddings: Count = 1024
+    d_model: Count = 768
+    num_heads: Count = 12
+    d_ff: Count = 3072
+    dropout: DropoutRate = 0.1
+    vanilla_attention_dropout: DropoutRate = 0.1
+    attention_dropout: DropoutRate = 0.0
+    layer_norm_epsilon: PositiveFloat = 1e-5
+    num_vanilla_layers: Count = 12
+    num_nm_layers: Count = 12
+    num_output_layers: Count = 3
     output_blocks: tuple = THESIS_OUTPUT_BLOCKS
-    num_output_blocks: int = None
+    num_output_blocks: Count | None = None
     position_encoding: str = "learned"
     aux_embedding: str = "separate"
     vanilla_head: bool = True
     nm_dropout_before_sigmoid: bool = True
     exact_gelu: bool = True
-    kernel_l2: float = 0.0
+    kernel_l2: NonNegativeFloat = 0.0
     compat_values_use_key_weights: bool = False
     compat_route_by_first_example: bool = False
     reading_strategies: tuple = ()
@@ -117,6 +118,7 @@ class NeMoTConfig:
     modulation: tuple = ()
 
     def __post_init__(self):
+        ranges.check(self)
         blocks = tuple(self.output_blocks)
         count = len(blocks) if self.num_output_blocks is None else int(self.num_output_blocks)
         if count < len(blocks):
@@ -153,10 +155,6 @@ class NeMoTConfig:
                 raise ValueError(f"modulation {spec.kind!r}: sets {unknown}: expected some of "
                                  f"{MODULATION_SETS}")
         object.__setattr__(self, "modulation", modulation)
-        if isinstance(self.vocab_padding, bool) or not isinstance(self.vocab_padding, int) \
-                or self.vocab_padding < 1:
-            raise ValueError(f"vocab_padding={self.vocab_padding!r}: expected a positive int, "
-                             "the multiple the heads' width is rounded up to (1: no padding)")
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}"

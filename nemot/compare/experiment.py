@@ -49,6 +49,7 @@ import dataclasses
 import functools
 import json
 import time
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,8 @@ from nemot.data.benchmarks import minbert
 from nemot.data.sampling import MODES, TaskSampler, sampled_batches, shuffled_batches
 from nemot.errors import UserError
 from nemot.evaluation.benchmark_metrics import accuracy, minbert_score, pearson
+from nemot.ranges import (Count, Fraction, NonNegativeFloat, NonNegativeInt, PositiveFloat,
+                          Probability, Range, Verbosity)
 from nemot.training.run_config import dump_toml
 
 TABLES = ("data", "model", "train")
@@ -130,9 +133,9 @@ class DataSettings:
     dir: str = "data/minbert"
     tasks: tuple = ("sst", "quora", "sts")
     split: tuple = ("quora",)
-    test_fraction: float = 0.2
-    split_seed: int = 0
-    sequence_length: int = 64
+    test_fraction: Fraction = 0.2
+    split_seed: NonNegativeInt = 0
+    sequence_length: typing.Annotated[int, Range(8)] = 64
     vocabulary: str = "train"
 
     def __post_init__(self):
@@ -144,8 +147,6 @@ class DataSettings:
                              f"task names among {sorted(HEADS)}")
         if self.vocabulary not in VOCABULARIES:
             raise ValueError(f"vocabulary={self.vocabulary!r}: expected one of {VOCABULARIES}")
-        if self.sequence_length < 8:
-            raise ValueError(f"sequence_length={self.sequence_length}: expected >= 8")
 
 
 # The [model] keys: the backbone of every variant (nemot.compare.model.Settings fields).
@@ -173,19 +174,19 @@ class TrainSettings:
         verbose: Keras fit verbosity.
     """
 
-    batch_size: int = 32
-    epochs: int = 4
-    steps_per_epoch: int = 250
-    learning_rate: float = 5e-4
-    warmup_fraction: float = 0.1
-    floor_fraction: float = 0.1
-    clipnorm: float = 1.0
+    batch_size: Count = 32
+    epochs: Count = 4
+    steps_per_epoch: Count = 250
+    learning_rate: PositiveFloat = 5e-4
+    warmup_fraction: Probability = 0.1
+    floor_fraction: Probability = 0.1
+    clipnorm: NonNegativeFloat = 1.0
     sampling: str = "annealed"
-    timing_steps: int = 10
-    timing_rounds: int = 5
+    timing_steps: Count = 10
+    timing_rounds: Count = 5
     jit_compile: bool = False
     run_eagerly: bool = False
-    verbose: int = 0
+    verbose: Verbosity = 0
 
     def __post_init__(self):
         if self.sampling not in MODES:

@@ -33,7 +33,7 @@ import numpy as np
 from keras import ops
 
 from nemot import dropout as drop
-from nemot import vocab
+from nemot import ranges, vocab
 from nemot.config import THESIS_OUTPUT_BLOCKS, NeMoTConfig
 from nemot.layers.sets import NeuromodulatorySet, OutputSet
 from nemot.layers.transformer import TransformerLayer
@@ -44,6 +44,7 @@ from nemot.modulation.gate import Gate
 from nemot.modulation.gating_block import GatingBlock
 from nemot.modulation.spec import ModulationSpec
 from nemot.modulation.stack import stack_modulations
+from nemot.ranges import Count, DropoutRate, NonNegativeInt, PositiveFloat
 
 # The PALs report, s.4.2: what each task's head predicts -> (head, units).
 HEADS = {"sst": ("classes", 5), "cfimdb": ("classes", 2), "quora": ("binary", 1),
@@ -136,21 +137,22 @@ class Settings:
             ``kind``/``sets`` for the hosted kinds, :data:`BLOCK_OPTIONS` keys otherwise.
     """
 
-    vocab_size: int
-    sequence_length: int = 64
-    pad_id: int = 0
-    d_model: int = 128
-    num_heads: int = 4
-    d_ff: int = 512
-    num_layers: int = 4
-    dropout: float = 0.1
-    head_dropout: float = 0.3
-    layer_norm_epsilon: float = 1e-5
+    vocab_size: Count
+    sequence_length: Count = 64
+    pad_id: NonNegativeInt = 0
+    d_model: Count = 128
+    num_heads: Count = 4
+    d_ff: Count = 512
+    num_layers: Count = 4
+    dropout: DropoutRate = 0.1
+    head_dropout: DropoutRate = 0.3
+    layer_norm_epsilon: PositiveFloat = 1e-5
     tasks: tuple = ("sst", "quora", "sts")
     mechanism: str = "none"
     options: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
+        ranges.check(self)
         object.__setattr__(self, "tasks", tuple(self.tasks))
         object.__setattr__(self, "options", dict(self.options))
         unknown = [t for t in self.tasks if t not in HEADS]

@@ -3,9 +3,10 @@ of a run config)."""
 
 import dataclasses
 
-from nemot import vocab
+from nemot import ranges, vocab
 from nemot.data.c4.stream import FILE_ORDERS, MAX_BAD_LINES, SOURCES, TFDS_NAME
 from nemot.data.qa.format import MQA_MODES
+from nemot.ranges import Count, NonNegativeInt
 
 SAMPLING = ("uniform", "annealed", "proportional", "sqrt", "round_robin")
 
@@ -55,10 +56,10 @@ class DataConfig:
     file_order: str = "random"
     source: str = "files"
     tfds_name: str = TFDS_NAME
-    max_bad_lines: int = MAX_BAD_LINES
-    validation_examples: int = 0
-    validation_batches: int = 0
-    max_new_tokens: int = 32
+    max_bad_lines: NonNegativeInt = MAX_BAD_LINES
+    validation_examples: NonNegativeInt = 0
+    validation_batches: NonNegativeInt = 0
+    max_new_tokens: Count = 32
     sampling: str = "uniform"
 
     def check(self, source="config"):
@@ -71,6 +72,7 @@ class DataConfig:
             if value not in choices:
                 raise ValueError(f"{source}: data.{key} = {value!r}: expected one of "
                                  f"{list(choices)}")
-        if self.max_bad_lines < 0:
-            raise ValueError(f"{source}: data.max_bad_lines = {self.max_bad_lines}: expected "
-                             ">= 0")
+        try:
+            ranges.check(self)
+        except ValueError as error:
+            raise ValueError(f"{source}: data.{error}") from None

@@ -55,6 +55,7 @@ from pathlib import Path
 from nemot.data.benchmarks import glue, superglue
 from nemot.data.benchmarks.text_to_text import TASKS
 from nemot.experiments import config, protocol
+from nemot.ranges import Count, DropoutRate, NonNegativeInt, PositiveFloat, Verbosity
 
 HYPERGRID_KEYS = {"mode", "grid", "placement", "conditioning", "heads", "key_dim", "scalar",
                   "materialise", "residual", "initializer", "gates", "orientation"}
@@ -67,7 +68,7 @@ TABLES = ("table", "model", "data", "train", "hypergrid")
 class Model:
     backbone: object
     tokenizer: str | None = None
-    dropout: float = 0.1
+    dropout: DropoutRate = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,9 +78,9 @@ class Data:
     glue_source: typing.Literal[glue.SOURCES] = "files"
     superglue_source: typing.Literal[superglue.SOURCES] = "files"
     tasks: list = dataclasses.field(default_factory=lambda: list(TASKS))
-    max_input_length: int = 512
-    max_target_length: int = 32
-    cap: int | None = None
+    max_input_length: Count = 512
+    max_target_length: Count = 32
+    cap: Count | None = None
 
     def __post_init__(self):
         if [t for t in self.tasks if t not in TASKS]:
@@ -88,20 +89,20 @@ class Data:
 
 @dataclasses.dataclass(frozen=True)
 class Train:
-    batch_size: int = 128
-    steps: int = 100_000
-    steps_per_epoch: int = 10_000
-    learning_rate: float = 1e-3
+    batch_size: Count = 128
+    steps: Count = 100_000
+    steps_per_epoch: Count = 10_000
+    learning_rate: PositiveFloat = 1e-3
     freeze: list = dataclasses.field(default_factory=lambda: ["backbone.token_embedding"])
     select: typing.Literal["last", "best_glue"] = "last"
-    eval_batch_size: int = 64
+    eval_batch_size: Count = 64
     mixed_precision: str | bool | None = None
     jit_compile: bool = False
     run_eagerly: bool = False
     strategy: str = "default"
-    checkpoint_every: int = 0
-    keep_checkpoints: int = 2
-    verbose: int = 2
+    checkpoint_every: NonNegativeInt = 0
+    keep_checkpoints: Count = 2
+    verbose: Verbosity = 2
 
     def __post_init__(self):
         if self.steps % self.steps_per_epoch:

@@ -43,6 +43,7 @@ import numpy as np
 
 from nemot.data.benchmarks import cifar10, glue, minbert, names
 from nemot.data.synthetic import arrays
+from nemot.ranges import Fraction, NonNegativeInt
 
 DATASETS = ("cifar10", "names", "sst2")
 # Where each dataset can be read from (NAMES is neither in TFDS nor on the hub).
@@ -97,12 +98,12 @@ class DataConfig:
 
     dataset: str = "cifar10"
     dir: str | None = None
-    synthetic: int = 0
-    validation_fraction: float = 0.0
-    test_fraction: float = 0.0
-    split_seed: int = 0
+    synthetic: NonNegativeInt = 0
+    validation_fraction: Fraction = 0.0
+    test_fraction: Fraction = 0.0
+    split_seed: NonNegativeInt = 0
     augment: bool = False
-    max_length: int = 0
+    max_length: NonNegativeInt = 0
     train_file: str = "train.tsv"
     test_file: str = "dev.tsv"
     source: str = "files"
@@ -126,9 +127,6 @@ class DataConfig:
                                  f"{self.dataset} has no use for it")
         if self.dataset not in DATASETS:
             raise ValueError(f"dataset={self.dataset!r}: expected one of {DATASETS}")
-        for key in ("validation_fraction", "test_fraction"):
-            if not 0 <= getattr(self, key) < 1:
-                raise ValueError(f"{key}={getattr(self, key)}: expected a fraction in [0, 1)")
         if self.source not in SOURCES[self.dataset]:
             raise ValueError(f"source={self.source!r}: {self.dataset} is read from one of "
                              f"{SOURCES[self.dataset]}")

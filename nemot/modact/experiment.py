@@ -29,6 +29,7 @@ from nemot.experiments import protocol
 from nemot.experiments.config import settings
 from nemot.modact import data, models
 from nemot.modact.data import DataConfig
+from nemot.ranges import Count, NonNegativeFloat, NonNegativeInt, PositiveFloat, Verbosity
 
 # The paper's numbers (Tables 2 and 4; thesis Table 3.4 for NeMoT), keyed by
 # "<experiment name>/<variant>".
@@ -99,18 +100,18 @@ class TrainConfig:
         verbose: Keras fit verbosity.
     """
 
-    batch_size: int = 128
-    epochs: int = 150
+    batch_size: Count = 128
+    epochs: Count = 150
     optimizer: str = "adam"
-    learning_rate: float = 1e-3
+    learning_rate: PositiveFloat = 1e-3
     lr_drops: tuple = ()
-    decay: float = 0.0
+    decay: NonNegativeFloat = 0.0
     loss_reduction: str = "mean"
-    steps_per_epoch: int = 0
+    steps_per_epoch: NonNegativeInt = 0
     jit_compile: bool = False
-    steps_per_execution: int = 1
+    steps_per_execution: NonNegativeInt = 1
     test_each_epoch: bool = False
-    verbose: int = 0
+    verbose: Verbosity = 0
 
     def __post_init__(self):
         if self.optimizer not in ("adam", "sgd"):
@@ -118,11 +119,6 @@ class TrainConfig:
         if self.loss_reduction not in LOSS_REDUCTIONS:
             raise ValueError(f"loss_reduction={self.loss_reduction!r}: expected one of "
                              f"{sorted(LOSS_REDUCTIONS)}")
-        if self.steps_per_execution < 0:
-            raise ValueError(f"steps_per_execution={self.steps_per_execution}: expected >= 1, "
-                             "or 0 for a whole epoch per call")
-        if self.batch_size < 1 or self.epochs < 1:
-            raise ValueError(f"batch_size={self.batch_size}, epochs={self.epochs}: expected >= 1")
         object.__setattr__(self, "lr_drops", tuple(self.lr_drops))
 
     def schedule(self, total_steps):

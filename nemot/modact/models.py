@@ -17,6 +17,7 @@ import keras
 from keras import layers
 
 from nemot.modulation.activation import ModulatedConv2D, ModulatedLSTMCell
+from nemot.ranges import Count, DropoutRate, NonNegativeInt
 
 ARCHITECTURES = ("cnn", "densenet", "lstm")
 # The LSTM variants of paper Figure 6: "modulated" (node-wise modulation gate),
@@ -47,15 +48,15 @@ class ModelConfig:
     architecture: str = "cnn"
     modulated: bool = False
     tau: str = "sigmoid"
-    depth: int = 40
-    growth_rate: int = 12
-    dropout: float = 0.0
+    depth: Count = 40
+    growth_rate: Count = 12
+    dropout: DropoutRate = 0.0
     cell: str = "lstm"
-    hidden: int = 32
-    embedding_dim: int = 128
+    hidden: Count = 32
+    embedding_dim: Count = 128
     mask_padding: bool = True
-    vocab_size: int = 0
-    num_classes: int = 10
+    vocab_size: NonNegativeInt = 0
+    num_classes: Count = 10
     input_shape: tuple = (32, 32, 3)
 
     def __post_init__(self):

@@ -35,6 +35,7 @@ from nemot.experiments import protocol
 from nemot.experiments.config import keys, settings
 from nemot.ngt import metrics
 from nemot.ngt.model import VARIANTS
+from nemot.ranges import Count, DropoutRate, Fraction, NonNegativeFloat, PositiveFloat, Verbosity
 
 TABLES = ("model", "train", "data", "tasks")
 
@@ -64,25 +65,25 @@ class Model:
     backbone: object = "bert_large_en"
     tokenizer: str | None = None
     lowercase: bool = False
-    sequence_length: int = 512
-    num_gating_layers: int = 3
-    gating_dropout: float = 0.1
+    sequence_length: Count = 512
+    num_gating_layers: Count = 3
+    gating_dropout: DropoutRate = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
 class Train:
     """Paper Table 3."""
 
-    batch_size: int = 8
-    learning_rate: float = 1e-5
-    weight_decay: float = 0.01
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-7
+    batch_size: Count = 8
+    learning_rate: PositiveFloat = 1e-5
+    weight_decay: NonNegativeFloat = 0.01
+    beta_1: Fraction = 0.9
+    beta_2: Fraction = 0.999
+    epsilon: PositiveFloat = 1e-7
     jit_compile: bool = False
     run_eagerly: bool = False
     save_weights: bool = False
-    verbose: int = 2
+    verbose: Verbosity = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,15 +97,15 @@ class Variant:
     """One column of the paper's tables: a model variant and where its gate sits."""
 
     gating: typing.Literal[VARIANTS] = "neuromodulated-gating"
-    gate_position: int = 21
+    gate_position: Count = 21
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskPlan:
     """How long to train on one task (paper Table 3)."""
 
-    epochs: int
-    decay_steps: int | None = None
+    epochs: Count
+    decay_steps: Count | None = None
     aux_tokens: tuple = ()
 
 

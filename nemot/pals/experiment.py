@@ -57,6 +57,7 @@ from nemot.pals import data as pals_data
 from nemot.pals.metrics import summary, task_metric
 from nemot.pals.model import PAL_OPTIONS, PAL_PRESETS, PALsLoss, build_pal_bert, predictions
 from nemot.pals.tasks import get_task
+from nemot.ranges import Count, DropoutRate, NonNegativeInt, PositiveFloat, Verbosity
 from nemot.training.callbacks import MODEL_FILES
 
 MODES_OF_TRAINING = ("finetune", "pretrain")
@@ -115,19 +116,19 @@ class Settings:
     backbone: object = "bert_base_en_uncased"
     tokenizer: str | None = None
     lowercase: bool = True
-    sequence_length: int = 128
-    head_dropout: float = 0.3
+    sequence_length: Count = 128
+    head_dropout: DropoutRate = 0.3
     activation: str = "gelu"
     pals: object = "zero"
     mode: typing.Literal[MODES_OF_TRAINING] = "finetune"
-    learning_rate: float = 1e-5
-    batch_size: int = 16
-    epochs: int = 10
-    steps_per_epoch: int = 0
+    learning_rate: PositiveFloat = 1e-5
+    batch_size: Count = 16
+    epochs: Count = 10
+    steps_per_epoch: NonNegativeInt = 0
     sampling: typing.Literal[MODES] = "annealed"
     score_test: bool = False
     jit_compile: bool = False
-    verbose: int = 2
+    verbose: Verbosity = 2
     dir: str = "data"
     tasks: tuple = ("sst", "quora", "sts")
     source: str = "files"
@@ -141,9 +142,6 @@ class Settings:
             raise ValueError("tasks = []: expected a non-empty list of task names")
         for task in self.tasks:
             get_task(task, where="tasks")
-        for key in ("batch_size", "epochs", "sequence_length"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"{key} = {getattr(self, key)!r}: expected a positive integer")
 
     def pal_options(self):
         """The PALs of this variant as :class:`nemot.pals.model.PALBert`'s ``pals``."""

@@ -40,6 +40,7 @@ from pathlib import Path
 import keras
 
 from nemot import files
+from nemot.ranges import Count, NonNegativeInt, Verbosity
 from nemot.training import distributed
 from nemot.training import callbacks as cb
 from nemot.training.checkpoints import TrainingCheckpoint
@@ -89,11 +90,11 @@ class TrainConfig:
             e.g. ``("vanilla_set.token_embedding",)`` or ``("backbone",)``.
     """
 
-    batch_size: int = 32
-    epochs: int = 1
-    steps_per_epoch: int = 0
-    checkpoint_every: int = 0
-    keep_checkpoints: int = 5
+    batch_size: Count = 32
+    epochs: Count = 1
+    steps_per_epoch: NonNegativeInt = 0
+    checkpoint_every: NonNegativeInt = 0
+    keep_checkpoints: Count = 5
     strategy: str = "default"
     mixed_precision: str | None = None
     jit_compile: bool = False
@@ -103,8 +104,8 @@ class TrainConfig:
     init_skip: tuple = ()
     resume_allow: tuple = ()
     optimizer: str = "adam"
-    log_every: int = 100
-    verbose: int = 1
+    log_every: Count = 100
+    verbose: Verbosity = 1
     freeze: tuple = ()
 
 
@@ -291,7 +292,8 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
     validation = cb.EpochValidation(out_dir, source.metric, guard, enabled=is_chief,
                                     perplexity=perplexity)
     validation.forget_after(step // spe)
-    callbacks = [guard, validation, cb.StepCheckpoint(checkpoint, train.checkpoint_every, guard),
+    callbacks = [guard, cb.ResumedEpoch(checkpoint.epoch_metrics, step % spe), validation,
+                 cb.StepCheckpoint(checkpoint, train.checkpoint_every, guard),
                  cb.ScalarLogger(os.path.join(out_dir, "logs"), train.log_every,
                                  enabled=is_chief)] + extra_callbacks
     history = {}

@@ -31,6 +31,8 @@ from nemot.config import NeMoTConfig
 from nemot.data.config import DataConfig
 from nemot.models.losses import NeMoTLoss
 from nemot.models.registry import MODEL_NAMES
+from nemot import ranges
+from nemot.ranges import NonNegativeFloat
 from nemot.training.distributed import ALL_STRATEGIES
 from nemot.training.loop import TrainConfig
 from nemot.training.schedules import build_schedule
@@ -88,9 +90,9 @@ class LossWeights:
     """The ``[loss]`` table: :class:`~nemot.models.losses.NeMoTLoss`'s weights, checked as
     the other tables are."""
 
-    task_weight: float = 1.0
-    lm_weight: float = 0.2
-    vanilla_weight: float = 0.5
+    task_weight: NonNegativeFloat = 1.0
+    lm_weight: NonNegativeFloat = 0.2
+    vanilla_weight: NonNegativeFloat = 0.5
 
 
 _TOP_LEVEL = {"name", "kind", "seed", "model_name", "gpt2"}
@@ -119,7 +121,12 @@ def _table(cls, values, source, table):
                 raise RunConfigError(f"{source}: {table}.{key} = {value!r}: expected a list")
             value = tuple(value)
         checked[key] = value
-    return cls(**checked)
+    built = cls(**checked)
+    try:
+        ranges.check(built)
+    except ValueError as error:
+        raise RunConfigError(f"{source}: {table}.{error}") from None
+    return built
 
 
 def _choice(source, key, value, choices):
@@ -165,9 +172,6 @@ def run_config_from_dict(data, source="<dict>"):
     _choice(source, "train.strategy", train.strategy, ALL_STRATEGIES)
     _choice(source, "train.optimizer", train.optimizer, ("adam", "sgd"))
     _choice(source, "train.mixed_precision", train.mixed_precision, MIXED_PRECISION)
-    for key in ("batch_size", "epochs"):
-        if getattr(train, key) < 1:
-            raise RunConfigError(f"{source}: train.{key} = {getattr(train, key)}: expected >= 1")
     if data["kind"] == "finetune" and not data_cfg.dataset:
         raise RunConfigError(f"{source}: data.dataset: a finetune run needs a dataset name")
     if data["kind"] != "finetune" and not train.steps_per_epoch:

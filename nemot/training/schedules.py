@@ -1,9 +1,13 @@
 """Learning-rate schedules of the thesis runs (docs/spec.md section 5)."""
 
+import dataclasses
 import math
 
 import keras
 from keras import ops
+
+from nemot import ranges
+from nemot.ranges import Count, NonNegativeFloat, NonNegativeInt, PositiveFloat, Probability
 
 
 @keras.saving.register_keras_serializable(package="nemot")
@@ -47,26 +51,65 @@ class WarmupCosine(keras.optimizers.schedules.LearningRateSchedule):
                 "warmup_steps": self.warmup_steps, "decay_steps": self.decay_steps}
 
 
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    """``type = "constant"``: one learning rate throughout."""
+
+    rate: PositiveFloat
+
+
+@dataclasses.dataclass(frozen=True)
+class Cosine:
+    """``type = "cosine"``: Keras ``CosineDecay`` from ``rate`` to ``alpha * rate`` over
+    ``decay_steps`` (pre-training)."""
+
+    rate: PositiveFloat
+    decay_steps: Count
+    alpha: Probability = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmupCosineTable:
+    """``type = "warmup_cosine"``: :class:`WarmupCosine`'s arguments."""
+
+    start: NonNegativeFloat
+    peak: PositiveFloat
+    floor: NonNegativeFloat
+    warmup_steps: NonNegativeInt
+    decay_steps: Count
+
+
+TABLES = {"constant": Constant, "cosine": Cosine, "warmup_cosine": WarmupCosineTable}
+
+
 def build_schedule(spec):
     """A schedule from a config table.
 
     ``{"type": "constant", "rate": 1e-5}``, ``{"type": "cosine", "rate": 1e-4,
     "decay_steps": 1000000}`` (Keras ``CosineDecay`` to 0, pre-training) or
     ``{"type": "warmup_cosine", "start": ..., "peak": ..., "floor": ...,
-    "warmup_steps": ..., "decay_steps": ...}``.
+    "warmup_steps": ..., "decay_steps": ...}``. A missing or unknown key, or a value of
+    the wrong type or out of its range (:data:`TABLES`), raises ``ValueError`` naming it.
     """
     spec = dict(spec)
     kind = spec.pop("type", None)
-    try:
-        if kind == "constant":
-            return float(spec["rate"])
-        if kind == "cosine":
-            return keras.optimizers.schedules.CosineDecay(
-                float(spec["rate"]), int(spec["decay_steps"]), alpha=float(spec.get("alpha", 0.0)))
-        if kind == "warmup_cosine":
-            return WarmupCosine(**spec)
-    except (KeyError, TypeError, OverflowError) as error:
-        raise ValueError(f"learning-rate schedule {kind!r}: bad or missing field ({error}); "
-                         f"got {spec}") from None
-    raise ValueError(f"learning-rate schedule type {kind!r}: expected 'constant', 'cosine' "
-                     "or 'warmup_cosine'")
+    if kind not in TABLES:
+        raise ValueError(f"learning-rate schedule type {kind!r}: expected 'constant', "
+                         "'cosine' or 'warmup_cosine'")
+    table = TABLES[kind]
+    fields = {f.name: f for f in dataclasses.fields(table)}
+    unknown = sorted(set(spec) - set(fields))
+    missing = [name for name, f in fields.items()
+               if name not in spec and f.default is dataclasses.MISSING]
+    if unknown or missing:
+        raise ValueError(f"learning-rate schedule {kind!r}: "
+                         f"{f'unknown key(s) {unknown}' if unknown else f'missing {missing}'}; "
+                         f"expected {sorted(fields)}")
+    values = table(**spec)
+    ranges.check(values)
+    if kind == "constant":
+        return float(values.rate)
+    if kind == "cosine":
+        return keras.optimizers.schedules.CosineDecay(values.rate, values.decay_steps,
+                                                      alpha=values.alpha)
+    return WarmupCosine(**dataclasses.asdict(values))

@@ -6,12 +6,13 @@ import typing
 import pytest
 
 from nemot.experiments.config import keys, settings
+from nemot.ranges import Count, PositiveFloat
 
 
 @dataclasses.dataclass(frozen=True)
 class Train:
-    epochs: int
-    learning_rate: float = 1e-3
+    epochs: Count
+    learning_rate: PositiveFloat = 1e-3
     sampling: typing.Literal["uniform", "annealed"] = "uniform"
     tasks: tuple = ("a",)
     tokenizer: str | None = None
@@ -19,8 +20,8 @@ class Train:
     jit_compile: bool = False
 
     def __post_init__(self):
-        if self.epochs < 1:
-            raise ValueError(f"epochs={self.epochs}: expected >= 1")
+        if not self.tasks:
+            raise ValueError("tasks: expected at least one")
 
 
 def test_defaults_conversions_and_any_value():
@@ -43,7 +44,10 @@ def test_defaults_conversions_and_any_value():
     ({"epochs": 1, "tasks": "a"}, r"tasks = 'a': expected a list$"),
     ({"epochs": 1, "tokenizer": 3}, r"tokenizer = 3: expected a string$"),
     ({}, r"^x.toml: \[train\]: epochs: required, not given$"),
-    ({"epochs": 0}, r"^x.toml: \[train\]: epochs=0: expected >= 1$"),
+    ({"epochs": 0}, r"^x.toml: \[train\]: epochs = 0: expected >= 1$"),
+    ({"epochs": 1, "learning_rate": -1e-3}, r"learning_rate = -0.001: expected > 0$"),
+    ({"epochs": 1, "learning_rate": float("nan")}, r"learning_rate = nan: expected > 0$"),
+    ({"epochs": 1, "tasks": []}, r"^x.toml: \[train\]: tasks: expected at least one$"),
 ])
 def test_errors_name_the_file_table_and_key(values, message):
     with pytest.raises(ValueError, match=message):
@@ -56,3 +60,12 @@ def test_a_table_must_be_a_table_of_known_keys():
     keys({"dir": "d"}, ("dir", "tasks"), "x")
     with pytest.raises(ValueError, match=r"^x: unknown key\(s\) \['folder'\]"):
         keys({"folder": "d"}, ("dir", "tasks"), "x")
+
+
+def test_a_numeric_field_without_a_range_is_the_recipes_mistake():
+    @dataclasses.dataclass(frozen=True)
+    class Loose:
+        steps: int = 3
+
+    with pytest.raises(TypeError, match=r"Loose: numeric field\(s\) \['steps'\] declare no range"):
+        settings(Loose, {}, "x.toml: [train]")

@@ -65,7 +65,7 @@ def models():
 def test_the_padded_width_and_a_fresh_padded_head_equal_to_the_unpadded_one():
     assert (PADDED.padded_vocab_size, TINY.padded_vocab_size) == (50368, 50313)
     assert TINY.replace(vocab_padding=128).padded_vocab_size == 50432
-    with pytest.raises(ValueError, match=r"vocab_padding=0: expected a positive int"):
+    with pytest.raises(ValueError, match=r"vocab_padding = 0: expected >= 1"):
         TINY.replace(vocab_padding=0)
     plain, padded = build(TINY, seed=5), build(PADDED, seed=5)
     for ours, theirs in ((padded.head, plain.head), (padded.vanilla_head, plain.vanilla_head)):
