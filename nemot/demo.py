@@ -262,9 +262,12 @@ def main(argv=None):
     total = phases.total()
     print(f"total time {total:.0f} s (" + ", ".join(
         f"{name} {seconds:.0f} s" for name, seconds in phases.seconds.items()) + ")")
+    import keras
+
     summary = {"initial_perplexity": initial, "final_perplexity": final,
                "test_accuracy": accuracy, "best": fine.best, "pretrain_steps": pre.step,
-               "finetune_steps": fine.step, "fast": args.fast, "seconds": phases.seconds,
+               "finetune_steps": fine.step, "fast": args.fast,
+               "backend": keras.backend.backend(), "seconds": phases.seconds,
                "total_seconds": total, "machine": where,
                "date": datetime.date.today().isoformat()}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -1,7 +1,8 @@
 """`make demo` in its fast mode: C4-format corpus from pydoc_data, pre-training lowers the
 validation perplexity, fine-tuning writes the ♣ / ♠ / last models, a results table. That
-it learns under another float rounding is tests/training/test_jax_runs.py's: the fast
-mode on JAX, whose XLA kernels round otherwise than TensorFlow's oneDNN ones."""
+it learns under another float rounding, JAX's (XLA's kernels round otherwise than
+TensorFlow's oneDNN ones), is the committed results/demo/summary_jax_fast.json
+(tests/test_readme_results.py checks it is the fast mode's)."""
 
 import contextlib
 import csv

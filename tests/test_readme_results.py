@@ -2,11 +2,13 @@
 tests against the plain backbone are ``results/compare/minbert/report.md``'s, the status table's NAMES numbers are
 ``results/modact/names_lstm/report.json``'s, and the GPU sentence is
 ``bench/results/gpu_nvidia_h200_jax.json``'s, the reliability figures ``fuzz.json``'s and
-``faults.json``'s, docs/performance.md's compile table ``compile_cpu_jax.json``'s. (The NAMES table itself:
-tests/modact/test_names_results.py.)"""
+``faults.json``'s, docs/performance.md's compile table ``compile_cpu_jax.json``'s, the demo's
+``results/demo/``'s. (The NAMES table itself: tests/modact/test_names_results.py.)"""
 
 import json
 from pathlib import Path
+
+from nemot import demo
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -90,6 +92,20 @@ def test_the_compile_table_quotes_the_benchmark():
         assert cells == [f"{m['parameters'] / 1e6:.0f}M", f"{m['xla_compile_seconds']:.1f}",
                          f"{m['jax_trace_seconds']:.1f}", f"{m['compile_seconds']:.1f}",
                          f"{ratio:.2f}" if name != "keras_hub_gpt2" else "1"], (name, cells)
+
+
+def test_the_fast_demo_learned_on_jax_as_the_readme_says():
+    """results/demo/summary_jax_fast.json is the fast mode of this demo (its steps) run on
+    JAX, and learned: the README quotes its test accuracy."""
+    summary = json.loads((ROOT / "results" / "demo" / "summary_jax_fast.json").read_text())
+    assert summary["fast"] is True and summary["backend"] == "jax"
+    assert summary["pretrain_steps"] == demo.FAST["pretrain_epochs"] * demo.FAST["pretrain_steps"]
+    assert summary["finetune_steps"] == demo.FAST["finetune_epochs"] * demo.FAST["finetune_steps"]
+    assert summary["final_perplexity"] < summary["initial_perplexity"] / 5
+    assert summary["test_accuracy"] >= 0.8
+    text = " ".join(README.split())
+    assert (f"`KERAS_BACKEND=jax python -m nemot.demo --fast` scored "
+            f"{summary['test_accuracy']:.0%} test accuracy") in text
 
 
 def test_the_demo_sentence_quotes_the_committed_demo_run():

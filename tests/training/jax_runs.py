@@ -5,7 +5,7 @@ tests.training.jax_runs OUT`` writes ``OUT/report.json`` for tests/training/test
 At tiny sizes, as the suite runs them on TensorFlow: ``nemot pretrain`` (C4 files, ``--gpt2
 none``), ``finetune`` (BoolQ, from the pre-trained model), ``train-general`` (RACE and
 BoolQ), ``evaluate`` and ``generate`` of the fine-tuned model, ``nemot runs`` of the NAMES
-LSTM on synthetic names and the demo's fast mode; the tiny run of tests/training/worker.py
+LSTM on synthetic names; the tiny run of tests/training/worker.py
 on one device and with ``--strategy data-parallel`` on two, dropout on; what a TensorFlow
 strategy and an earlier version's TensorFlow checkpoints get on JAX; and the fault
 point: the tiny run of tests/faults.py killed inside its checkpoint write at step 4 (a
@@ -91,15 +91,6 @@ def commands(root):
     return report
 
 
-def demo(root):
-    """The demo's fast mode: its summary."""
-    from nemot import demo as demo_module
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        status = demo_module.main(["--out", str(root / "demo"), "--fast"])
-    return {"status": status, **json.loads((root / "demo" / "summary.json").read_text())}
-
-
 def data_parallel(root):
     """The tiny run on one device and on two (``data-parallel``), dropout on: both
     runs' weights and losses."""
@@ -161,7 +152,7 @@ def main(out):
             "--xla_force_host_platform_device_count=2", "")))
     report, cpu = {}, {}
     try:
-        for part in (refusals, commands, data_parallel, demo):
+        for part in (refusals, commands, data_parallel):
             start = _cpu_seconds()
             report[part.__name__] = part(root)
             cpu[part.__name__] = round(_cpu_seconds() - start, 1)
