@@ -16,6 +16,7 @@ import sys
 from nemot import console, vocab
 from nemot.data import DataError
 from nemot.data.qa.format import MQA_MODES
+from nemot.ranges import COUNT_OPTION, SEED_OPTION
 
 C4_SPLITS = ("train", "validation")
 
@@ -35,11 +36,11 @@ def add_commands(parser):
     qa.add_argument("--split", required=True)
     qa.add_argument("--data-dir", required=True, help="directory with the raw files")
     qa.add_argument("--out", required=True)
-    qa.add_argument("--max-text-length", type=int, default=768)
+    qa.add_argument("--max-text-length", type=COUNT_OPTION, default=768)
     qa.add_argument("--task-token", default=None, help="e.g. lm (default: the dataset's task)")
     qa.add_argument("--mode", default="dec", choices=vocab.MODES)
     qa.add_argument("--mqa-mode", default="label", choices=MQA_MODES)
-    qa.add_argument("--shard-size", type=int, default=10000)
+    qa.add_argument("--shard-size", type=COUNT_OPTION, default=10000)
     c4 = sub.add_parser("c4", help="pre-tokenize a C4 directory (resumable), train and "
                                    "validation files into one shard directory")
     c4.add_argument("--c4-dir", required=True)
@@ -47,7 +48,7 @@ def add_commands(parser):
     c4.add_argument("--split", choices=C4_SPLITS,
                     help="only this split (default: both; pre-training validates on the "
                          "validation shards)")
-    c4.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    c4.add_argument("--workers", type=COUNT_OPTION, default=None, help="processes (default: all cores)")
     c4.add_argument("--no-progress", action="store_true")
     for p in (qa, c4):
         p.add_argument("--tokenizer", default=None,
@@ -58,9 +59,9 @@ def add_commands(parser):
                                            "(OUT/c4) and RACE (OUT/RACE), to try every "
                                            "command offline")
     sample.add_argument("--out", required=True)
-    sample.add_argument("--questions", type=int, default=64,
+    sample.add_argument("--questions", type=COUNT_OPTION, default=64,
                         help="training questions of RACE and my_qa (dev and test: an eighth each)")
-    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--seed", type=SEED_OPTION, default=0)
     sample.set_defaults(func=_sample)
 
 

@@ -6,7 +6,8 @@ types below (``batch_size: Count = 32``, ``dropout: DropoutRate = 0.1``) or its 
 NaN or infinity, with the key, the value and the range, where the config is read: the
 run config's tables, the model config and every experiment recipe's tables
 (:func:`nemot.experiments.config.settings`, which refuses a table with a numeric field
-that declares no range).
+that declares no range). A command-line option takes a number through :func:`option`, whose
+argparse error names the option, the value and the range.
 
 Example:
     >>> @dataclasses.dataclass(frozen=True)
@@ -18,6 +19,7 @@ Example:
     ValueError: rate = -0.1: expected > 0
 """
 
+import argparse
 import dataclasses
 import math
 import numbers
@@ -125,3 +127,27 @@ def check_values(cls, values):
                              f"{'an integer' if kind is int else 'a number'}")
         if declared is not None and value not in declared:
             raise ValueError(f"{name} = {value!r}: expected {declared}")
+
+
+def option(declared, kind=int):
+    """An argparse ``type`` reading a ``kind`` number in ``declared``; anything else is
+    argparse's one-line usage error ``argument --x: '0': expected a whole number >= 1``."""
+
+    def read(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value not in declared:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected {'a whole number' if kind is int else 'a number'} "
+                f"{declared}")
+        return value
+
+    read.range, read.kind = declared, kind
+    return read
+
+
+# Sizes, counts, steps, jobs; seeds.
+COUNT_OPTION = option(Range(1))
+SEED_OPTION = option(Range(0))

@@ -1,3 +1,4 @@
+import argparse
 import importlib.metadata
 import json
 import os
@@ -135,7 +136,7 @@ def test_generates_wrong_values_end_in_one_line(tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_info:
             cli.main(["generate", "--checkpoint", "m.keras", *prompt, "--max-new-tokens", value])
         assert exit_info.value.code == 2
-        assert f"argument --max-new-tokens: {value!r}: expected a positive whole number" in \
+        assert f"argument --max-new-tokens: {value!r}: expected a whole number >= 1" in \
             capsys.readouterr().err
     path = tmp_path / "lm.keras"
     nemot.build_model(nemot.NeMoTConfig.preset("tiny").replace(
@@ -150,6 +151,45 @@ def test_generates_wrong_values_end_in_one_line(tmp_path, capsys):
         assert cli.main(["generate", "--checkpoint", str(path), *prompt, option, value]) == 2, \
             option
         assert expected in _one_line_error(capsys), option
+
+
+def _options(parser, words=()):
+    """``(command words, action)`` of every option of ``parser`` and of its subcommands."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, (*words, name))
+        elif action.option_strings:
+            yield words, action
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_numeric_option_refuses_a_wrong_value_in_one_line(command, capsys):
+    """Every number a command takes is read in its range (nemot.ranges.option): a word, a
+    fraction where a whole number goes, a value below (or above) the range end in
+    argparse's usage and one error line naming the option, the value and the range."""
+    for words, action in _options(cli.build_parser()):
+        if words[:1] != (command,):
+            continue
+        name = "/".join(action.option_strings)
+        assert action.type not in (int, float), f"{' '.join(words)} {name}: no range"
+        declared = getattr(action.type, "range", None)
+        if declared is None:
+            continue
+        wrong = ["x", "1.5"] if action.type.kind is int else ["x"]
+        if declared.low is not None:
+            wrong.append(str(declared.low if declared.low_open else declared.low - 1))
+        if declared.high is not None:
+            wrong.append(str(declared.high if declared.high_open else declared.high + 1))
+        for value in wrong:
+            with pytest.raises(SystemExit) as exit_info:
+                cli.main([*words, action.option_strings[0], value])
+            assert exit_info.value.code == 2, (words, name, value)
+            err = capsys.readouterr().err
+            assert "Traceback" not in err
+            assert err.splitlines()[-1].endswith(
+                f"error: argument {name}: {value!r}: expected "
+                f"{'a whole number' if action.type.kind is int else 'a number'} {declared}"), err
 
 
 def test_generate_refuses_a_prompt_without_sep(tmp_path, capsys):

@@ -7,6 +7,7 @@ import os
 
 from nemot import console, errors, vocab
 from nemot.data.qa import registry
+from nemot.ranges import COUNT_OPTION
 from nemot.evaluation.options import (DEFAULT_MAX_NEW_TOKENS, MC_MODES, REDUCTIONS, TASKS,
                                       check_checkpoint)
 
@@ -45,12 +46,12 @@ def add_parser(subparsers):
                         "single-dataset runs used lm)")
     parser.add_argument("--mode", choices=vocab.MODES,
                         help="the <mode> token (default: the run's data.mode, else dec)")
-    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
+    parser.add_argument("--max-new-tokens", type=COUNT_OPTION, default=DEFAULT_MAX_NEW_TOKENS,
                         help="generation limit (gqa)")
-    parser.add_argument("--answer-room", type=int,
+    parser.add_argument("--answer-room", type=COUNT_OPTION,
                         help="positions kept for the answer when a prompt must be cut (default: "
                              "1 in label mode, else min(32, max_text_length // 4))")
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--batch-size", type=COUNT_OPTION, default=8)
     parser.add_argument("--mc-mode", choices=MC_MODES,
                         help="multiple choice: argmax at <sep> (label), generated option text "
                              "(generate) or option likelihood (score); default: the run's "
@@ -59,10 +60,10 @@ def add_parser(subparsers):
                         help="--mc-mode score: mean or summed log-probability of the answer tokens")
     parser.add_argument("--sampler", default=None,
                         help="keras_hub sampler name for generation (default greedy, the thesis)")
-    parser.add_argument("--window", type=int, nargs="+",
+    parser.add_argument("--window", type=COUNT_OPTION, nargs="+",
                         help="lm: stride(s) w of the sliding window (default: max_text_length; "
                              "thesis 768 and 32)")
-    parser.add_argument("--limit", type=int,
+    parser.add_argument("--limit", type=COUNT_OPTION,
                         help="evaluate the first N examples/documents only")
     parser.add_argument("--collapse-spaces", action="store_true",
                         help="lm: turn each run of spaces left by the clean-up into one space "

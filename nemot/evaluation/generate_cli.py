@@ -10,7 +10,6 @@ the run's ``data.task_token`` when the checkpoint sits in a run directory (see
 ``--max-new-tokens`` or the end of the model's window.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ import numpy as np
 from nemot import console, vocab
 from nemot.errors import ConfigError
 from nemot.evaluation.options import check_checkpoint
+from nemot.ranges import COUNT_OPTION
 
 
 def add_parser(subparsers):
@@ -31,23 +31,13 @@ def add_parser(subparsers):
     parser.add_argument("--task-token", default=None,
                         help="output block / task token (default: the run's data.task_token, "
                              "else gqa)")
-    parser.add_argument("--max-new-tokens", type=_positive_int, default=32,
+    parser.add_argument("--max-new-tokens", type=COUNT_OPTION, default=32,
                         help="most tokens generated per prompt (default 32)")
     parser.add_argument("--sampler", default=None,
                         help="a keras_hub sampler name (default greedy)")
     parser.add_argument("--tokenizer", default=None,
                         help="GPT-2 tokenizer directory (default: the offline GPT-2 tokenizer)")
     parser.set_defaults(func=main)
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive whole number")
-    return value
 
 
 def read_prompts(args):

@@ -19,6 +19,7 @@ import argparse
 
 from nemot import console, recipes
 from nemot.errors import UserError
+from nemot.ranges import COUNT_OPTION, SEED_OPTION
 
 
 class SeedCount(argparse.Action):
@@ -45,14 +46,14 @@ def add_run_flags(parser, config_help="an experiment TOML with a top-level `repr
     parser.add_argument("--config", required=config_required, type=recipes.config_argument,
                         help=config_help)
     seeds = parser.add_mutually_exclusive_group()
-    seeds.add_argument("--seeds", type=int, nargs="+", action=SeedCount, metavar="N",
+    seeds.add_argument("--seeds", type=SEED_OPTION, nargs="+", action=SeedCount, metavar="N",
                        help="seeds 0..N-1 (default: the config's `seeds`)")
-    seeds.add_argument("--seed-list", type=int, nargs="+", metavar="S", help="these seeds")
+    seeds.add_argument("--seed-list", type=SEED_OPTION, nargs="+", metavar="S", help="these seeds")
     parser.add_argument("--variants", nargs="+", help="only these variants (default: all)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override a config value, e.g. "
                                                   "train.epochs=1 (repeat --set for each)")
-    parser.add_argument("--jobs", type=int, default=1,
+    parser.add_argument("--jobs", type=COUNT_OPTION, default=1,
                         help="1: one run after the other in this process (default); N: up to "
                              "N runs at a time, each in its own process")
     parser.add_argument("--force", action="store_true",
@@ -82,7 +83,7 @@ def add_parser(subparsers):
     one.add_argument("--config", required=True, dest="one_config",
                      type=recipes.config_argument)
     one.add_argument("--variant", required=True)
-    one.add_argument("--seed", type=int, required=True)
+    one.add_argument("--seed", type=SEED_OPTION, required=True)
     one.add_argument("--set", dest="one_overrides", action="append", default=[])
     parser.set_defaults(func=main_runs, runs_parser=parser)
     return parser

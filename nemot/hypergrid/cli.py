@@ -15,6 +15,7 @@ Examples::
 import json
 
 from nemot import console, recipes
+from nemot.ranges import COUNT_OPTION, SEED_OPTION
 
 
 def add_parser(subparsers):
@@ -38,9 +39,9 @@ def add_parser(subparsers):
     params.add_argument("--variants", nargs="+", help="only these variants")
     synthetic = commands.add_parser("synthetic", help="write the synthetic GLUE + SuperGLUE")
     synthetic.add_argument("--out", required=True)
-    synthetic.add_argument("--train-size", type=int, default=256)
-    synthetic.add_argument("--dev-size", type=int, default=64)
-    synthetic.add_argument("--seed", type=int, default=0)
+    synthetic.add_argument("--train-size", type=COUNT_OPTION, default=256)
+    synthetic.add_argument("--dev-size", type=COUNT_OPTION, default=64)
+    synthetic.add_argument("--seed", type=SEED_OPTION, default=0)
     parser.set_defaults(func=main_hypergrid)
     return parser
 

@@ -14,6 +14,7 @@ Examples::
 import json
 
 from nemot import console, recipes
+from nemot.ranges import COUNT_OPTION
 
 
 def add_parser(subparsers):
@@ -29,7 +30,7 @@ def add_parser(subparsers):
     params = commands.add_parser("params", help="parameter count of every variant of a "
                                                 "config (no weights loaded)")
     params.add_argument("--config", required=True, type=recipes.config_argument)
-    params.add_argument("--num-classes", type=int, default=1, help="head units (CB: 3)")
+    params.add_argument("--num-classes", type=COUNT_OPTION, default=1, help="head units (CB: 3)")
     params.add_argument("--paper-sizes", action="store_true", help="use bert-large-cased "
                         "sizes instead of model.backbone (nothing downloaded)")
     parser.set_defaults(func=main_ngt)

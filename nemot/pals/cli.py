@@ -17,6 +17,7 @@ Examples::
 """
 
 from nemot import console
+from nemot.ranges import COUNT_OPTION, SEED_OPTION
 
 
 def add_parser(subparsers):
@@ -29,13 +30,13 @@ def add_parser(subparsers):
     commands = parser.add_subparsers(dest="pals_command", required=True)
     add_paper_commands(commands, "pals")
     params = commands.add_parser("params", help="PAL parameters per task at BERT-base sizes")
-    params.add_argument("--tasks", type=int, default=3, help="number of tasks (default 3)")
+    params.add_argument("--tasks", type=COUNT_OPTION, default=3, help="number of tasks (default 3)")
 
     synthetic = commands.add_parser(
         "synthetic", help="write synthetic minBERT-format data, a vocabulary and a tiny random "
                           "BERT (runs without downloads)")
     synthetic.add_argument("directory")
-    synthetic.add_argument("--seed", type=int, default=0)
+    synthetic.add_argument("--seed", type=SEED_OPTION, default=0)
     parser.set_defaults(func=main_pals)
     return parser
 

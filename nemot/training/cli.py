@@ -17,6 +17,7 @@ import sys
 import zipfile
 
 from nemot import console, errors, recipes
+from nemot.ranges import COUNT_OPTION, SEED_OPTION
 
 COMMANDS = {
     "pretrain": ("pretrain", "pre-train NeMoT on C4 (thesis §3.5.1)"),
@@ -70,9 +71,9 @@ def add_parser(subparsers):
                                  "initial weights (config key train.init_from)")
         parser.add_argument("--out", help="output directory (default checkpoints/<run name>)")
         parser.add_argument("--data-dir", help="data directory (config key data.dir)")
-        parser.add_argument("--epochs", type=int, help="config key train.epochs")
-        parser.add_argument("--batch-size", type=int, help="global batch size (train.batch_size)")
-        parser.add_argument("--seed", type=int, help="config key seed")
+        parser.add_argument("--epochs", type=COUNT_OPTION, help="config key train.epochs")
+        parser.add_argument("--batch-size", type=COUNT_OPTION, help="global batch size (train.batch_size)")
+        parser.add_argument("--seed", type=SEED_OPTION, help="config key seed")
         parser.set_defaults(func=lambda args, kind=kind: run(args, kind))
 
 
