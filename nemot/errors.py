@@ -48,6 +48,18 @@ class ConfigError(UserError, ValueError):
     status = 2
 
 
+class Preempted(UserError):
+    """A training process was asked to stop (SIGTERM, or Ctrl-C): it wrote a checkpoint at
+    the end of the step under way and stopped; the same command resumes from it.
+
+    Not a mistake of the user's, but told as one (one line, no traceback), with the exit
+    status ``os.EX_TEMPFAIL`` (75): "try again", which a launcher's restart loop reads as
+    "run the same command".
+    """
+
+    status = 75
+
+
 class NoNetworkError(UserError):
     """A download failed because there is no network; the message names the key that
     takes a local directory instead."""

@@ -19,6 +19,8 @@ import json
 import logging
 import math
 import os
+import signal
+import threading
 
 import keras
 import numpy as np
@@ -26,6 +28,7 @@ import tensorflow as tf
 from keras import ops
 
 from nemot import files
+from nemot.errors import Preempted
 from nemot.evaluation.plots import TRAINING_LOG_COLUMNS
 
 logger = logging.getLogger(__name__)
@@ -92,19 +95,25 @@ class StepCheckpoint(StepCounting):
         self.guard = guard
         self.last_saved = None
 
-    def _save(self):
+    def save_now(self):
+        """Save the step that just ended (once), unless the NaN guard stopped the run;
+        returns the checkpoint's path (None on a worker that is not the chief, or when
+        nothing was saved)."""
         model = self.model  # under JAX, the training state copied back to the variables
         step = self.checkpoint.step
-        if self.guard.failure is not None or step == self.last_saved:
-            return
+        if self.guard.failure is not None:
+            return None
+        if step == self.last_saved:
+            return self.checkpoint.path(step) if self.checkpoint.is_chief else None
         # A step's loss is only seen one step later; the weights are checked
         # now so that a saved checkpoint is always a good one.
         if not all(bool(ops.all(ops.isfinite(v.value))) for v in model.trainable_variables):
             self.guard.failure = f"weights became NaN or infinite at step {step}"
             self.model.stop_training = True
-            return
-        self.checkpoint.save()
+            return None
+        path = self.checkpoint.save()
         self.last_saved = step
+        return path
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
@@ -113,10 +122,10 @@ class StepCheckpoint(StepCounting):
         if batch + 1 == (self.params or {}).get("steps"):
             return
         if self.every and self.global_step % self.every == 0:
-            self._save()
+            self.save_now()
 
     def on_epoch_end(self, epoch, logs=None):
-        self._save()
+        self.save_now()
 
 
 class ResumedEpoch(keras.callbacks.Callback):
@@ -146,6 +155,68 @@ class ResumedEpoch(keras.callbacks.Callback):
         for variable, value in zip(self.model.metrics_variables, self.values, strict=True):
             variable.assign(value)
         self.values = None
+
+
+class Preemption(keras.callbacks.Callback):
+    """SIGTERM or SIGINT (Ctrl-C) to a training process: the step under way finishes, a
+    checkpoint is written at its end (``saver``, the run's :class:`StepCheckpoint`), and
+    :class:`~nemot.errors.Preempted` stops the run, before any validation or other
+    end-of-epoch work, which a preempted machine has no time for. The same command resumes
+    from the checkpoint. A second signal before the step ends stops at once (Ctrl-C:
+    ``KeyboardInterrupt``), leaving the checkpoints as they were.
+
+    Only the main thread can take signals: elsewhere (a test's thread) this does nothing.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self, saver):
+        super().__init__()
+        self.saver = saver
+        self.received = None
+        self._previous = {}
+
+    def _receive(self, number, frame):
+        if self.received is not None:
+            self.restore()
+            raise KeyboardInterrupt
+        self.received = signal.Signals(number).name
+
+    def restore(self):
+        """Put back the signal handlers there were before training began."""
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous = {}
+
+    def on_train_begin(self, logs=None):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {number: signal.signal(number, self._receive)
+                              for number in self.SIGNALS}
+
+    def on_train_batch_end(self, batch, logs=None):
+        # An epoch's last step stops after its validation row and its end-of-epoch
+        # checkpoint (StepCheckpoint's rule), so that the resumed run has the row.
+        if self.received is not None and batch + 1 != (self.params or {}).get("steps"):
+            self._stop()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.received is not None:
+            self._stop()
+
+    def _stop(self):
+        self.restore()
+        path = self.saver.save_now()
+        step = self.saver.checkpoint.step
+        raise Preempted(f"{self.received} received: stopped at step {step} after writing "
+                        f"{path or 'no checkpoint (not the chief)'}; the same command resumes "
+                        "from it")
+
+    def on_train_end(self, logs=None):
+        self.restore()
+
+    def close(self):
+        """:meth:`restore`, for ``contextlib.closing`` around a ``fit`` that may raise."""
+        self.restore()
 
 
 class ScalarLogger(StepCounting):

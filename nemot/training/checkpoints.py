@@ -75,8 +75,10 @@ def host_array(variable):
     part this host holds (the variables are replicated, so any part is the whole)."""
     value = variable.value
     if getattr(value, "is_fully_addressable", True) is False:
-        value = value.addressable_data(0)
-    return np.asarray(keras.ops.convert_to_numpy(value))
+        return np.asarray(value.addressable_data(0))
+    # Through the Keras variable: a metric's sync-on-read variable under a TensorFlow
+    # strategy reads as its sum over the replicas (numpy cannot read its value as it is).
+    return np.asarray(keras.ops.convert_to_numpy(keras.ops.convert_to_tensor(variable)))
 
 
 def _steps(directory, pattern):
@@ -259,6 +261,10 @@ class TrainingCheckpoint:
             f"{self.directory}: no checkpoint can be read ({'; '.join(damaged)}): "
             "delete the directory to start the run again")
 
+    def path(self, step):
+        """The file of the checkpoint of ``step``."""
+        return os.path.join(self.directory, f"ckpt-{step}.npz")
+
     def save(self):
         """Write ``ckpt-<step>.npz`` and remove all but the newest ``keep``; returns its
         path (None on a worker that is not the chief)."""
@@ -283,7 +289,7 @@ class TrainingCheckpoint:
                     value.dtype) == "bfloat16" else value
         arrays["index"] = np.asarray(json.dumps(index))
         os.makedirs(self.directory, exist_ok=True)
-        path = os.path.join(self.directory, f"ckpt-{step}.npz")
+        path = self.path(step)
         with files.atomic_open(path, "wb") as handle:
             np.savez(handle, **arrays)
         saved = _steps(self.directory, NAME)

@@ -292,10 +292,11 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
     validation = cb.EpochValidation(out_dir, source.metric, guard, enabled=is_chief,
                                     perplexity=perplexity)
     validation.forget_after(step // spe)
-    callbacks = [guard, cb.ResumedEpoch(checkpoint.epoch_metrics, step % spe), validation,
-                 cb.StepCheckpoint(checkpoint, train.checkpoint_every, guard),
+    saver = cb.StepCheckpoint(checkpoint, train.checkpoint_every, guard)
+    preemption = cb.Preemption(saver)
+    callbacks = [guard, cb.ResumedEpoch(checkpoint.epoch_metrics, step % spe), validation, saver,
                  cb.ScalarLogger(os.path.join(out_dir, "logs"), train.log_every,
-                                 enabled=is_chief)] + extra_callbacks
+                                 enabled=is_chief), preemption] + extra_callbacks
     history = {}
     # At most two segments: the rest of an interrupted epoch, then whole epochs.
     while step < spe * epochs and guard.failure is None:
@@ -306,7 +307,7 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
                       steps_per_epoch=spe - step % spe if step % spe else spe,
                       validation_data=val_ds, callbacks=callbacks, verbose=train.verbose)
         # A DataError of the data (a malformed line...) is raised as itself.
-        with python_errors():
+        with python_errors(), contextlib.closing(preemption):
             if distributed.is_multi_worker(strategy):
                 h = distributed.multi_worker_fit(model, strategy, train_ds,
                                                  jit_compile=train.jit_compile, **kwargs)

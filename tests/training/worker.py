@@ -1,14 +1,16 @@
 """A tiny synthetic training run in its own process, for the subprocess tests.
 
     python -m tests.training.worker OUT [--strategy S] [--devices K] [--hang-at N]
-        [--dropout P] [--steps N] [--eager]
+        [--pause-at N] [--dropout P] [--steps N] [--eager]
 
 Trains a tiny NeMoT on the synthetic multiple-choice task through
 ``nemot.training.trainer.train`` and writes ``OUT/weights.npz`` (every weight,
 by path) and ``OUT/history.json``. ``--devices K`` splits the CPU into K
 logical devices first (must happen before TensorFlow initialises);
 ``--hang-at N`` prints ``HANGING`` after step N and sleeps, so that a test can
-kill the process there. ``--eager`` runs TensorFlow functions eagerly (as the
+kill the process there; ``--pause-at N`` prints ``PAUSED`` after step N and from then on
+waits a second after each step, for a signal to arrive mid-run (the exit status is the
+command line's: 75 for a preempted run). ``--eager`` runs TensorFlow functions eagerly (as the
 ``eager`` fixture of tests/conftest.py, for the same reason: tracing the tiny model's
 training step costs more than the few steps it runs). :func:`run` is the same run in the
 calling process (a test that has TensorFlow loaded saves a process's start, ~7 s of CPU).
@@ -53,24 +55,31 @@ def tiny_source(batch_size=4, n=20):
     return trainer.examples_source(examples, batch_size=batch_size, max_text_length=n)
 
 
-def run(out, *, strategy="default", hang_at=0, dropout=0.1, steps=8, checkpoint_every=2,
-        optimizer="adam", rate=1e-3):
+def run(out, *, strategy="default", hang_at=0, pause_at=0, dropout=0.1, steps=8,
+        checkpoint_every=2, optimizer="adam", rate=1e-3):
     """The tiny run into ``out``, writing ``weights.npz`` and ``history.json`` there;
-    ``hang_at``: print ``HANGING`` after that step and sleep. Returns the training result."""
+    ``hang_at``: print ``HANGING`` after that step and sleep; ``pause_at``: print ``PAUSED``
+    after that step and wait a second after each step from then on. Returns the training
+    result."""
     import keras
 
     from nemot.training import trainer
 
     class Hang(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            if int(self.model.optimizer.iterations.numpy()) == hang_at:
+            step = int(self.model.optimizer.iterations.numpy())
+            if step == hang_at:
                 print("HANGING", flush=True)
                 time.sleep(600)
+            if pause_at and step >= pause_at:
+                if step == pause_at:
+                    print("PAUSED", flush=True)
+                time.sleep(1)
 
     cfg = tiny_run_config("worker", steps=steps, checkpoint_every=checkpoint_every,
                           strategy=strategy, dropout=dropout, optimizer=optimizer, rate=rate)
     result = trainer.train(cfg, out_dir=out, source=tiny_source(),
-                           callbacks=[Hang()] if hang_at else [])
+                           callbacks=[Hang()] if hang_at or pause_at else [])
     # Every worker of a multi-worker run writes its own weights file.
     tag = os.environ.get("WORKER_TAG", "")
     np.savez(os.path.join(out, f"weights{tag}.npz"),
@@ -86,6 +95,7 @@ def main(argv=None):
     parser.add_argument("--strategy", default="default")
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--hang-at", type=int, default=0)
+    parser.add_argument("--pause-at", type=int, default=0)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--checkpoint-every", type=int, default=2)
@@ -102,10 +112,12 @@ def main(argv=None):
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * args.devices)
-    run(args.out, strategy=args.strategy, hang_at=args.hang_at, dropout=args.dropout,
-        steps=args.steps, checkpoint_every=args.checkpoint_every, optimizer=args.optimizer,
-        rate=args.rate)
-    return 0
+    from nemot import console
+
+    return console.run(lambda _: run(
+        args.out, strategy=args.strategy, hang_at=args.hang_at, pause_at=args.pause_at,
+        dropout=args.dropout, steps=args.steps, checkpoint_every=args.checkpoint_every,
+        optimizer=args.optimizer, rate=args.rate), None)
 
 
 if __name__ == "__main__":
