@@ -165,16 +165,28 @@ class Preemption(keras.callbacks.Callback):
     from the checkpoint. A second signal before the step ends stops at once (Ctrl-C:
     ``KeyboardInterrupt``), leaving the checkpoints as they were.
 
-    Only the main thread can take signals: elsewhere (a test's thread) this does nothing.
+    Under ``MultiWorkerMirroredStrategy`` (``strategy``) the workers agree after every step,
+    with one all-reduce of a flag, whether any of them received a signal: all stop at the
+    same step, the chief writing its checkpoint. Only the main thread can take signals:
+    elsewhere (a test's thread) this does nothing.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    def __init__(self, saver):
+    def __init__(self, saver, strategy=None):
         super().__init__()
         self.saver = saver
         self.received = None
+        self.stopping = False
         self._previous = {}
+        self._any = None
+        if strategy is not None:
+            @tf.function
+            def any_worker(flag):
+                return strategy.reduce("SUM", strategy.run(lambda: tf.identity(flag)),
+                                       axis=None)
+
+            self._any = any_worker
 
     def _receive(self, number, frame):
         if self.received is not None:
@@ -194,13 +206,22 @@ class Preemption(keras.callbacks.Callback):
                               for number in self.SIGNALS}
 
     def on_train_batch_end(self, batch, logs=None):
+        received = self.received is not None
+        if self._any is not None:
+            # Every worker takes part at every step, signalled or not.
+            anywhere = int(self._any(tf.constant(int(received))).numpy()) > 0
+            if anywhere and not received:
+                self.received = "a signal to another worker"
+            received = anywhere
+        self.stopping = received
         # An epoch's last step stops after its validation row and its end-of-epoch
         # checkpoint (StepCheckpoint's rule), so that the resumed run has the row.
-        if self.received is not None and batch + 1 != (self.params or {}).get("steps"):
+        if received and batch + 1 != (self.params or {}).get("steps"):
             self._stop()
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.received is not None:
+        # What the workers agreed at the epoch's last step, not a signal since.
+        if self.stopping:
             self._stop()
 
     def _stop(self):
