@@ -60,6 +60,15 @@ class Preempted(UserError):
     status = 75
 
 
+class WorkerLost(UserError):
+    """Another worker of a multi-worker run stopped answering (killed, or its machine
+    lost): this one stops too, naming it; every worker started again resumes from the
+    newest checkpoint. Exit status 75, as :class:`Preempted`: run the same commands again.
+    """
+
+    status = 75
+
+
 class NoNetworkError(UserError):
     """A download failed because there is no network; the message names the key that
     takes a local directory instead."""

@@ -49,12 +49,16 @@ Example:
     ...     model = nemot.build_model(cfg)
 """
 
+import contextlib
 import json
 import os
+import re
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+from nemot.errors import WorkerLost
 
 STRATEGIES = {"tensorflow": ("default", "mirrored", "multi-worker"),
               "jax": ("default", "data-parallel", "multi-host")}
@@ -193,6 +197,39 @@ def worker_info(strategy):
     task = json.loads(os.environ["TF_CONFIG"]).get("task", {})
     index = int(task.get("index", 0))
     return task.get("type", "worker") in ("chief", "worker") and index == 0, index
+
+
+# What a collective raises on a worker when another worker has died: the coordination
+# service names the tasks that stopped sending heartbeats (a few seconds after).
+LOST_WORKER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
+                      tf.errors.DeadlineExceededError)
+
+
+def _task_names(text):
+    """``worker 1 (127.0.0.1:23456)`` for each task a coordination-service error names as
+    unhealthy, the address from ``TF_CONFIG``'s cluster; ``another worker`` when it names
+    none."""
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+    named = sorted(set(re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)",
+                                  text.partition("unhealthy")[2])))
+    return ", ".join(f"{job} {index} ({cluster.get(job, [])[int(index)]})"
+                     if int(index) < len(cluster.get(job, [])) else f"{job} {index}"
+                     for job, index in named) or "another worker"
+
+
+@contextlib.contextmanager
+def lost_workers_named(checkpoints):
+    """Turn the error a worker's collective raises when another worker has died into a
+    one-line :class:`~nemot.errors.WorkerLost` naming that worker and ``checkpoints``, the
+    directory whose newest checkpoint every worker resumes from."""
+    try:
+        yield
+    except LOST_WORKER_ERRORS as error:
+        raise WorkerLost(
+            f"{_task_names(error.message)} stopped answering (killed, or its machine lost), "
+            f"so this worker stopped too; start every worker again with its same command to "
+            f"resume from the newest checkpoint in {checkpoints}"
+        ) from None
 
 
 def _reduce_logs(strategy, logs):

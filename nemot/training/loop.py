@@ -309,8 +309,9 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
         # A DataError of the data (a malformed line...) is raised as itself.
         with python_errors(), contextlib.closing(preemption):
             if distributed.is_multi_worker(strategy):
-                h = distributed.multi_worker_fit(model, strategy, train_ds,
-                                                 jit_compile=train.jit_compile, **kwargs)
+                with distributed.lost_workers_named(checkpoint.directory):
+                    h = distributed.multi_worker_fit(model, strategy, train_ds,
+                                                     jit_compile=train.jit_compile, **kwargs)
             else:
                 # The batches are token ids and targets already (under a strategy, a
                 # distributed dataset, which KerasHub's fit would try to convert): Keras'

@@ -12,6 +12,7 @@ between one device and two replicas.
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -35,6 +36,14 @@ def _start(out, *extra, env=None, stdout=subprocess.DEVNULL):
     return subprocess.Popen([sys.executable, "-m", "tests.training.worker", str(out), *STEPS,
                              *extra], cwd=ROOT, env=env, stdout=stdout,
                             stderr=subprocess.PIPE, text=True)
+
+
+def _error_line(err):
+    """nemot's one line in a worker's standard error; TensorFlow's runtime may log after it
+    as the process ends (a lost connection to a worker that exited first)."""
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1, err
+    return lines[0]
 
 
 def _workers(out, *extra, stdout=subprocess.DEVNULL):
@@ -155,7 +164,7 @@ def test_a_signal_to_one_worker_stops_both_at_one_step_and_both_resume(runs, tmp
                 process.kill()
                 process.wait()
     assert [process.returncode for process in workers] == [75, 75], errors
-    last = [err.strip().splitlines()[-1] for err in errors]
+    last = [_error_line(err) for err in errors]
     # Step 2 when the signal lands in the wait after step 1: the first epoch's last step,
     # so both stop after its validation (its results row) and its checkpoint.
     checkpoint = out / "train_state" / "ckpt-2.npz"
@@ -170,6 +179,40 @@ def test_a_signal_to_one_worker_stops_both_at_one_step_and_both_resume(runs, tmp
     uninterrupted = np.load(runs / "multi" / "weights0.npz")
     _assert_same_weights(np.load(out / "weights0.npz"), np.load(out / "weights1.npz"), atol=0)
     _assert_same_weights(np.load(out / "weights0.npz"), uninterrupted, atol=1e-5)
+
+
+def test_a_killed_worker_stops_the_other_with_its_name_and_both_resume(runs, tmp_path):
+    """SIGKILL to the second of two workers after step 3: the first does not wait forever
+    in its next all-reduce but stops within a minute (TensorFlow's coordination service
+    notices the missing heartbeats) with one line naming the lost worker and where the
+    run resumes; the checkpoint of step 2 is whole, and both started again end at the
+    uninterrupted workers' weights."""
+    out = tmp_path / "multi"
+    workers = _workers(out, "--eager", "--pause-at", "3", stdout=subprocess.PIPE)
+    try:
+        for line in workers[1].stdout:
+            if line.startswith("PAUSED"):
+                break
+        workers[1].send_signal(signal.SIGKILL)
+        _, err = workers[0].communicate(timeout=60)
+    finally:
+        for process in workers:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+    assert workers[1].returncode == -signal.SIGKILL
+    assert workers[0].returncode == 75, err
+    assert re.fullmatch(
+        r"error: worker 1 \(127\.0\.0\.1:\d+\) stopped answering \(killed, or its machine "
+        r"lost\), so this worker stopped too; start every worker again with its same command "
+        rf"to resume from the newest checkpoint in {re.escape(str(out / 'train_state'))}",
+        _error_line(err)), err
+    assert sorted(p.name for p in (out / "train_state").iterdir()) == ["ckpt-2.npz"]
+    for process in _workers(out, "--eager"):
+        _finish(process)
+    _assert_same_weights(np.load(out / "weights0.npz"), np.load(out / "weights1.npz"), atol=0)
+    _assert_same_weights(np.load(out / "weights0.npz"),
+                         np.load(runs / "multi" / "weights0.npz"), atol=1e-5)
 
 
 def test_strategy_names():
