@@ -225,10 +225,6 @@ def main(args):
     """Handler of ``nemot evaluate``; returns the written paths and the scores."""
     info = registry.get(args.dataset)
     task = _check_task(info, args.task)
-    for name in ("batch_size", "max_new_tokens", "limit", "answer_room"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} must be a positive int, got {value}")
     run = run_defaults(args.checkpoint)
     # Only what the run decides: a flag given on the command line wins over its key.
     flags = {"task_token": args.task_token, "mode": args.mode, "mqa_mode": args.mc_mode}

@@ -197,7 +197,7 @@ def test_wikitext_perplexity(checkpoint, model, raw, tok, tmp_path):
         < by_stride[32]["num_scored_tokens"]
 
 
-def test_bad_arguments_are_named(checkpoint, raw, tmp_path):
+def test_bad_arguments_are_named(checkpoint, raw, tmp_path, capsys):
     common = ["--checkpoint", checkpoint, "--split", "dev", "--out", tmp_path]
     with pytest.raises(ValueError, match="--collapse-spaces: dataset race is a mqa dataset"):
         run(*common, "--dataset", "race", "--data-dir", raw["race"], "--collapse-spaces")
@@ -209,8 +209,9 @@ def test_bad_arguments_are_named(checkpoint, raw, tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.keras: no such file"):
         run("--checkpoint", tmp_path / "missing.keras", "--dataset", "race", "--split", "dev",
             "--out", tmp_path)
-    with pytest.raises(ValueError, match="--batch-size must be a positive int"):
+    with pytest.raises(SystemExit):
         run(*common, "--dataset", "race", "--batch-size", 0)
+    assert "argument --batch-size: '0': expected a whole number >= 1" in capsys.readouterr().err
 
 
 class Recorder:

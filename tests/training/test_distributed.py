@@ -145,40 +145,53 @@ def test_two_workers_end_with_identical_weights(runs):
     assert not list((multi / "train_state").glob(".worker_*"))
 
 
+def _signal_the_second(out, number, pause_at, timeout):
+    """Two eager workers into ``out`` that wait a second after each step from ``pause_at``
+    on; ``number`` (a signal) goes to the second once it waits. Returns both processes,
+    ended (within ``timeout`` seconds, else the test fails), and their standard errors."""
+    workers = _workers(out, "--eager", "--pause-at", str(pause_at), stdout=subprocess.PIPE)
+    try:
+        for line in workers[1].stdout:
+            if line.startswith("PAUSED"):
+                break
+        workers[1].send_signal(number)
+        errors = [process.communicate(timeout=timeout)[1] for process in workers]
+    finally:
+        for process in workers:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return workers, errors
+
+
+def _resume_to_the_uninterrupted_weights(out, runs):
+    """Both workers started again in ``out`` end with equal weights, those of the
+    uninterrupted workers. Those ran traced, these eagerly: the graph's fused kernels round
+    otherwise (3.6e-6 at most here), the tolerance of the mirrored run against one device."""
+    for process in _workers(out, "--eager"):
+        _finish(process)
+    resumed = np.load(out / "weights0.npz")
+    _assert_same_weights(resumed, np.load(out / "weights1.npz"), atol=0)
+    _assert_same_weights(resumed, np.load(runs / "multi" / "weights0.npz"), atol=1e-5)
+
+
 def test_a_signal_to_one_worker_stops_both_at_one_step_and_both_resume(runs, tmp_path):
     """SIGTERM to the second of two workers: after the step under way the workers agree
     (an all-reduce of a flag per step), the chief writes the checkpoint of that step, and
     both exit with 75 naming it; started again, both end at the uninterrupted workers'
     weights. Eager, as the mirrored run (the agreement is the same in a graph)."""
     out = tmp_path / "multi"
-    workers = _workers(out, "--eager", "--pause-at", "1", stdout=subprocess.PIPE)
-    try:
-        for line in workers[1].stdout:
-            if line.startswith("PAUSED"):
-                break
-        workers[1].send_signal(signal.SIGTERM)
-        errors = [process.communicate(timeout=300)[1] for process in workers]
-    finally:
-        for process in workers:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    workers, errors = _signal_the_second(out, signal.SIGTERM, pause_at=1, timeout=300)
     assert [process.returncode for process in workers] == [75, 75], errors
-    last = [_error_line(err) for err in errors]
     # Step 2 when the signal lands in the wait after step 1: the first epoch's last step,
     # so both stop after its validation (its results row) and its checkpoint.
     checkpoint = out / "train_state" / "ckpt-2.npz"
-    assert last == [f"error: a signal to another worker received: stopped at step 2 after "
-                    f"writing {checkpoint}; the same command resumes from it",
-                    "error: SIGTERM received: stopped at step 2 after writing no checkpoint "
-                    "(not the chief); the same command resumes from it"]
-    for process in _workers(out, "--eager"):
-        _finish(process)
-    # The uninterrupted workers ran traced, these eagerly: the graph's fused kernels round
-    # otherwise (3.6e-6 at most here), the tolerance of the mirrored run against one device.
-    uninterrupted = np.load(runs / "multi" / "weights0.npz")
-    _assert_same_weights(np.load(out / "weights0.npz"), np.load(out / "weights1.npz"), atol=0)
-    _assert_same_weights(np.load(out / "weights0.npz"), uninterrupted, atol=1e-5)
+    assert [_error_line(err) for err in errors] == [
+        f"error: a signal to another worker received: stopped at step 2 after writing "
+        f"{checkpoint}; the same command resumes from it",
+        "error: SIGTERM received: stopped at step 2 after writing no checkpoint (not the "
+        "chief); the same command resumes from it"]
+    _resume_to_the_uninterrupted_weights(out, runs)
 
 
 def test_a_killed_worker_stops_the_other_with_its_name_and_both_resume(runs, tmp_path):
@@ -188,31 +201,15 @@ def test_a_killed_worker_stops_the_other_with_its_name_and_both_resume(runs, tmp
     run resumes; the checkpoint of step 2 is whole, and both started again end at the
     uninterrupted workers' weights."""
     out = tmp_path / "multi"
-    workers = _workers(out, "--eager", "--pause-at", "3", stdout=subprocess.PIPE)
-    try:
-        for line in workers[1].stdout:
-            if line.startswith("PAUSED"):
-                break
-        workers[1].send_signal(signal.SIGKILL)
-        _, err = workers[0].communicate(timeout=60)
-    finally:
-        for process in workers:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-    assert workers[1].returncode == -signal.SIGKILL
-    assert workers[0].returncode == 75, err
+    workers, errors = _signal_the_second(out, signal.SIGKILL, pause_at=3, timeout=60)
+    assert [process.returncode for process in workers] == [75, -signal.SIGKILL], errors
     assert re.fullmatch(
         r"error: worker 1 \(127\.0\.0\.1:\d+\) stopped answering \(killed, or its machine "
         r"lost\), so this worker stopped too; start every worker again with its same command "
         rf"to resume from the newest checkpoint in {re.escape(str(out / 'train_state'))}",
-        _error_line(err)), err
+        _error_line(errors[0])), errors[0]
     assert sorted(p.name for p in (out / "train_state").iterdir()) == ["ckpt-2.npz"]
-    for process in _workers(out, "--eager"):
-        _finish(process)
-    _assert_same_weights(np.load(out / "weights0.npz"), np.load(out / "weights1.npz"), atol=0)
-    _assert_same_weights(np.load(out / "weights0.npz"),
-                         np.load(runs / "multi" / "weights0.npz"), atol=1e-5)
+    _resume_to_the_uninterrupted_weights(out, runs)
 
 
 def test_strategy_names():
