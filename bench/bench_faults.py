@@ -11,9 +11,16 @@ kill (the next command could not read them), runs resumed to the uninterrupted r
 weights (and best.json, and the validation columns of results.csv), runs that stopped
 with a named error, and crashes. The suite tries a few of these points
 (tests/training/test_faults.py).
+
+``multi_worker``: two MultiWorkerMirroredStrategy workers on local ports, each in turn sent
+SIGTERM or SIGKILL after step 1 and after step 3, then both started again
+(:func:`tests.faults.multi_worker_sweep`): hangs, survivors stopped with one named line,
+unreadable checkpoints, pairs resumed to the uninterrupted weights. ``--only`` keeps the
+other sections of an existing ``faults.json``.
 """
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -22,13 +29,15 @@ from pathlib import Path
 def run(argv=()):
     parser = argparse.ArgumentParser(prog="python -m bench faults")
     parser.add_argument("--jobs", type=int, default=2, help="processes at a time")
-    parser.add_argument("--only", choices=("train", "data_prep"), default=None)
+    parser.add_argument("--only", choices=("train", "data_prep", "multi_worker"), default=None)
     args = parser.parse_args(list(argv))
 
+    import bench
     from tests import faults
     from tests.data import fixtures
 
-    result = {}
+    kept = bench.result_path("faults")
+    result = json.loads(kept.read_text())["result"] if args.only and kept.exists() else {}
     with tempfile.TemporaryDirectory() as root:
         if args.only in (None, "train"):
             start = time.perf_counter()
@@ -43,4 +52,10 @@ def run(argv=()):
                                             jobs=args.jobs)
             result["data_prep"] = {**counts, "seconds": round(time.perf_counter() - start)}
             print("data_prep", counts, flush=True)
+        if args.only in (None, "multi_worker"):
+            start = time.perf_counter()
+            counts, details = faults.multi_worker_sweep(Path(root, "multi_worker"))
+            result["multi_worker"] = {**counts, "seconds": round(time.perf_counter() - start),
+                                      "points": details}
+            print("multi_worker", counts, flush=True)
     return result

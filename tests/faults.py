@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -330,6 +331,78 @@ def data_prep_sweep(root, raw, points=None, jobs=1):
             for a, b in zip(shards.read_c4_shard(directory / name),
                             shards.read_c4_shard(root / "reference" / name)))
     return counts
+
+
+def multi_worker_sweep(root, signals=(signal.SIGTERM, signal.SIGKILL), pauses=(1, 3),
+                       timeout=120):
+    """Two ``MultiWorkerMirroredStrategy`` workers on local ports (the tiny run of
+    tests/training/worker.py, eager), stopped at each point: each worker in turn, each of
+    ``signals``, in the second's wait after step ``pause`` (``--pause-at``); then both
+    started again. Counts: points, processes still running ``timeout`` seconds after the
+    signal (hangs, then killed), survivors that exited with 75 and one ``error:`` line,
+    checkpoint files the next command could not read, pairs resumed to the uninterrupted
+    workers' weights (to 1e-5, the eager against traced rounding of
+    tests/training/test_distributed.py; here both eager, so equal in practice)."""
+    from nemot.training import checkpoints
+    from tests.training.test_distributed import _workers
+
+    def ended(processes):
+        errors, hung = [], 0
+        for process in processes:
+            try:
+                errors.append(process.communicate(timeout=timeout)[1])
+            except subprocess.TimeoutExpired:
+                hung += 1
+                process.kill()
+                errors.append(process.communicate()[1])
+        return errors, hung
+
+    root = Path(root)
+    _, hung = ended(_workers(root / "reference", "--eager"))
+    assert not hung, "the uninterrupted workers did not end"
+    reference = np.load(root / "reference" / "weights0.npz")
+    counts = {"kill_points": 0, "hangs": 0, "named_stops": 0, "survivors": 0,
+              "corrupt_files": 0, "resumed_identically": 0}
+    details = []
+    for target in (0, 1):
+        for number in signals:
+            for pause in pauses:
+                out = root / f"worker{target}-{number.name}-{pause}"
+                processes = _workers(out, "--eager", "--pause-at", str(pause),
+                                     stdout=subprocess.PIPE)
+                for line in processes[target].stdout:
+                    if line.startswith("PAUSED"):
+                        break
+                start = time.monotonic()
+                processes[target].send_signal(number)
+                errors, hung = ended(processes)
+                seconds = round(time.monotonic() - start, 1)
+                codes = [process.returncode for process in processes]
+                survivors = [i for i, code in enumerate(codes) if code != -signal.SIGKILL]
+                named = sum(codes[i] == 75 and sum(line.startswith("error: ") for line in
+                                                   errors[i].splitlines()) == 1
+                            for i in survivors)
+                corrupt = 0
+                for path in sorted((out / "train_state").glob("ckpt-*.npz")):
+                    try:
+                        checkpoints.read(path)
+                    except checkpoints.UNREADABLE:
+                        corrupt += 1
+                _, hung_again = ended(_workers(out, "--eager"))
+                identical = not hung_again and all(
+                    np.allclose(np.load(out / f"weights{tag}.npz")[name], reference[name],
+                                atol=1e-5, rtol=0)
+                    for tag in "01" for name in reference.files)
+                counts["kill_points"] += 1
+                counts["hangs"] += hung + hung_again
+                counts["survivors"] += len(survivors)
+                counts["named_stops"] += named
+                counts["corrupt_files"] += corrupt
+                counts["resumed_identically"] += identical
+                details.append({"worker": target, "signal": number.name, "after_step": pause,
+                                "exit": codes, "seconds": seconds, "resumed": identical})
+                shutil.rmtree(out)
+    return counts, details
 
 
 def main(argv=None):

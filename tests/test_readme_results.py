@@ -73,6 +73,11 @@ def test_the_reliability_figures_quote_the_benchmarks():
     assert (f"all {faults['data_prep']['finished_identically']} `data_prep` kill points"
             in text and faults["data_prep"]["kill_points"]
             == faults["data_prep"]["finished_identically"])
+    workers = faults["multi_worker"]
+    assert (f"of {workers['kill_points']} points, {workers['hangs']} hangs, "
+            f"{workers['corrupt_files']} unreadable checkpoints, "
+            f"{workers['named_stops']} of {workers['survivors']} surviving workers stopped with "
+            f"their one line and {workers['resumed_identically']} resumed") in text
 
 
 def test_the_compile_table_quotes_the_benchmark():
