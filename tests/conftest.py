@@ -39,7 +39,6 @@ SLOWEST_FIRST = (
     "tests/test_package.py",
     "tests/training/test_learning_span.py",
     "tests/models/test_nemot.py",
-    "tests/test_offline_recipe.py",
     "tests/models/test_presets.py",
     "tests/models/test_keras_hub_habits.py",
     "tests/training/test_faults.py",

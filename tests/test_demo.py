@@ -10,12 +10,18 @@ import gzip
 import io
 import json
 import shutil
+import zipfile
 
-import keras
 import pytest
 
 from nemot import demo
 
+
+def saved_config(path):
+    """The NeMoT config in a saved ``.keras`` file, without building the model."""
+    with zipfile.ZipFile(path) as archive:
+        saved = json.loads(archive.read("config.json"))
+    return saved["config"]["backbone"]["config"]["config"]
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +60,9 @@ def test_demo_fast_mode(fast_demo):
     for run in ("pretrain", "finetune"):
         assert list((out / run / "train_state").glob("ckpt-*.npz"))
         assert list((out / run / "logs").iterdir())           # TensorBoard events
-        model = keras.models.load_model(out / run / "model_last.keras")
-        assert model.config.d_model == 64
+        # Its model's sizes, read from the saved file (the demo itself loads both models:
+        # the pre-trained one to fine-tune, the fine-tuned one to score).
+        assert saved_config(out / run / "model_last.keras")["d_model"] == 64
     with open(out / "finetune" / "results.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [r["epoch"] for r in rows] == ["1", "2", "3", "4"]
@@ -76,10 +83,18 @@ def test_own_questions_from_the_demo_model_beat_the_majority_class(fast_demo, tm
     out, _ = fast_demo
     data = tmp_path / "my_qa"
     write_own_questions(data, 256)
-    # The sample's questions take 9 tokens: 16 text positions instead of the recipe's 64.
+    # The sample's questions take 12 or 13 text tokens: 16 positions instead of the recipe's
+    # 64. 96 steps, three passes over the questions: validated after each pass (epochs of
+    # 32 steps), the accuracy jumped from 41% to 100% after the second with seed 0 and
+    # after the third with seed 1 (measured 2026-11-29; at 13 positions, seeds 1-5 after
+    # the second, seed 0 after the third; 192 questions, two passes: seed 1 not at all), so
+    # two passes would be luck. One epoch of 96 steps trains on the same batches (the
+    # stream runs on across passes) and validates and saves once, not three times (8 CPU
+    # seconds less); seeds 0 and 1 scored 100% so.
     assert cli.main(["finetune", "--config", "my_qa", "--data-dir", str(data), "--init-from",
-                     str(out / "pretrain"), "--out", str(tmp_path / "run"), "--epochs", "3",
-                     "--set", "model.max_text_length=16", "--set", "train.verbose=0"]) == 0
+                     str(out / "pretrain"), "--out", str(tmp_path / "run"), "--epochs", "1",
+                     "--set", "train.steps_per_epoch=96", "--set", "model.max_text_length=16",
+                     "--set", "train.verbose=0"]) == 0
     capsys.readouterr()
     assert cli.main(["evaluate", "--checkpoint", str(tmp_path / "run" / "model_best_metric.keras"),
                      "--dataset", "obqa", "--split", "test", "--data-dir", str(data),
@@ -88,7 +103,8 @@ def test_own_questions_from_the_demo_model_beat_the_majority_class(fast_demo, tm
     answers = [json.loads(line)["answerKey"] for line in (data / "test.jsonl").open()]
     majority = max(answers.count(key) for key in set(answers)) / len(answers)
     print(f"my_qa from the fast demo's model: test accuracy {accuracy:.3f}, majority {majority:.3f}")
-    assert accuracy > majority, (accuracy, majority)
+    # Learnt, it answered all 32 in every run tried; not learnt, it scored the majority share.
+    assert accuracy >= majority + 0.25, (accuracy, majority)
 
 
 def test_corpus_is_real_english_in_c4_layout(tmp_path):
