@@ -135,12 +135,9 @@ def eager():
         tf.config.run_functions_eagerly(False)
 
 
-@pytest.fixture
-def undrawn_weights(monkeypatch):
-    """Keras's random initializers give zeros, for a test that counts a model's
-    parameters at a paper's size: drawing BERT-large's 371M random values took 12 of the
-    16 s its count cost (GPT-2 Medium 4.5 of 7 s, the 2-core machine); a count does not
-    depend on the values. Yields the shapes it answered (empty: nothing was drawn here)."""
+def draw_zeros(monkeypatch):
+    """Makes Keras's random initializers give zeros, with ``monkeypatch``; returns the
+    list of the shapes they answer."""
     import keras
     from keras.src.initializers import random_initializers
 
@@ -153,4 +150,13 @@ def undrawn_weights(monkeypatch):
     for name in ("RandomNormal", "RandomUniform", "TruncatedNormal", "VarianceScaling",
                  "Orthogonal"):
         monkeypatch.setattr(getattr(random_initializers, name), "__call__", zeros)
-    yield calls
+    return calls
+
+
+@pytest.fixture
+def undrawn_weights(monkeypatch):
+    """Keras's random initializers give zeros, for a test that counts a model's
+    parameters at a paper's size: drawing BERT-large's 371M random values took 12 of the
+    16 s its count cost (GPT-2 Medium 4.5 of 7 s, the 2-core machine); a count does not
+    depend on the values. Yields the shapes it answered (empty: nothing was drawn here)."""
+    yield draw_zeros(monkeypatch)

@@ -108,9 +108,13 @@ def test_a_whole_epoch_per_call_makes_the_same_updates():
         np.testing.assert_allclose(one, whole, rtol=1e-5, atol=1e-6)
 
 
-# (cell, padding side, also XLA-compiled): every cell once, the modulated one both sides.
-TRIM_CASES = [("modulated", "post", True), ("lstm", "post", False),
-              ("extra_input_gate", "post", False), ("modulated", "pre", False)]
+# (cell, padding side, also XLA-compiled): the modulated cell on both padding sides, the
+# post side also XLA-compiled. The other cells (Keras's LSTMCell, extra_input_gate: the
+# modulated cell's class with its other placement) take the same path: the padding is cut
+# in the data pipeline (data.trim_padding), and the masked steps are skipped by the
+# keras.layers.RNN around the cell, which carries the state past them whatever the cell
+# computes (no cell reads the mask). Each cell ran here once (6.9 and 9.7 CPU s).
+TRIM_CASES = [("modulated", "post", True), ("modulated", "pre", False)]
 
 
 @pytest.mark.parametrize("cell, padding, jit", TRIM_CASES)

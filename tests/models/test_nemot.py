@@ -10,6 +10,7 @@ import nemot
 from nemot import vocab
 from nemot.models.nemot_causal_lm import NeMoTCausalLM
 from nemot.training import NeMoTLoss
+from tests.conftest import draw_zeros
 
 CLS, DEC, ENC, PAD = vocab.CLS_ID, vocab.DEC_ID, vocab.ENC_ID, vocab.PAD_ID
 LM, MQA, GQA = (vocab.task_token_id(n) for n in ("lm", "mqa", "gqa"))
@@ -234,8 +235,14 @@ def expected_breakdown(cfg, values=True):
 
 @pytest.fixture(scope="module")
 def thesis_model():
-    """One thesis-size NeMoT (~370M weights, ~10 s to build) for the tests that need one."""
-    return nemot.build_model(nemot.NeMoTConfig.preset("thesis"))
+    """One thesis-size NeMoT (~370M weights) for the tests of its counts and shapes, with
+    its weights undrawn: Keras's random initializers give zeros, as the ``undrawn_weights``
+    fixture of tests/conftest.py (drawing them was most of the 10 CPU s this cost; 2 s
+    now). Neither test reads a value: the forward pass checks the thesis sizes' shapes;
+    the values of a forward pass are tests/models/test_golden.py's."""
+    with pytest.MonkeyPatch.context() as patch:
+        draw_zeros(patch)
+        return nemot.build_model(nemot.NeMoTConfig.preset("thesis"))
 
 
 def test_thesis_parameter_breakdown_matches_an_independent_formula(thesis_model):
@@ -274,22 +281,10 @@ def test_save_and_load_round_trip(model, tmp_path):
     np.testing.assert_allclose(logits(loaded, ids), logits(model, ids), atol=1e-6)
 
 
-def test_training_step_under_jit_compile():
-    keras.utils.set_random_seed(3)
-    # One block and one layer per set keep XLA's compile time small on a CPU.
-    cfg = TINY.replace(max_text_length=8, max_position_embeddings=8, num_vanilla_layers=1,
-                       num_nm_layers=1, output_blocks=("lm", "gqa"))
-    model = nemot.build_model(cfg)
-    model.compile(nemot.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
-    ids = batch([[5, 6, 7, 8], [9, 10]], [LM, GQA], length=8)
-    targets = np.where(ids[:, 4:] == PAD, -1, ids[:, 4:])
-    targets = np.pad(targets, ((0, 0), (0, 1)), constant_values=-1).astype("int32")
-    y = {"task_targets": targets, "lm_targets": targets}
-    before = [np.array(w) for w in model.trainable_weights]
-    history = model.fit({"token_ids": ids}, y, epochs=2, batch_size=2, verbose=0)
-    assert history.history["loss"][1] < history.history["loss"][0]
-    assert any(np.abs(np.array(w) - b).max() > 0 for w, b in zip(model.trainable_weights, before))
-    assert model.jit_compile
+# A training step under jit_compile (XLA: a batch of two tasks through the routing's
+# branches, the thesis loss, Adam) is tests/models/test_reading_strategies_model.py's, on a
+# model that also has both reading strategies: one XLA compile for both (it was one here
+# too, 20 CPU s). Dropout under XLA: tests/training/test_runs.py's bf16 + XLA run.
 
 
 def test_only_the_vanilla_set_drops_attention_probabilities():

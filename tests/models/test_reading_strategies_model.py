@@ -147,9 +147,14 @@ def test_highlighting_without_pos_tags_is_a_clear_error(highlighting):
         highlighting({"token_ids": inputs()["token_ids"]})
 
 
-@pytest.mark.parametrize("position", ["vanilla_output", "embeddings"])
-def test_a_model_with_both_strategies_saves_and_loads(with_both, tmp_path, position):
-    model = with_both(position)
+def test_a_model_with_both_strategies_saves_and_loads(with_both, tmp_path):
+    """At the vanilla output. After the embeddings, the strategies are the same layers,
+    built in the same order (``NeMoTBackbone._build_sets``) under the same paths, and the
+    position is one more string of the config (saved as the others): the save and the
+    load are the same; what the position changes, the forward pass, is
+    test_highlighting_after_the_embeddings_reaches_the_vanilla_set's and
+    test_cached_prefill_matches_the_full_forward_pass[embeddings]'s."""
+    model = with_both("vanilla_output")
     path = tmp_path / "rs.keras"
     model.save(path)
     loaded = keras.models.load_model(path)
@@ -169,23 +174,40 @@ def test_parameter_breakdown_counts_the_strategies(base, with_both):
 
 
 def test_training_step_with_both_strategies_under_jit_compile():
+    """NeMoT's training step under XLA (tests/models/test_nemot.py's other behaviour is
+    outside it): a batch of two tasks, so each example's output block runs under the
+    routing's branches (tests/models/test_nemot.py compares the branches with the
+    partition, forward and backward), the thesis loss (L1 + 0.2 L2 + 0.5 L3: the vanilla
+    head too), Adam, and both reading strategies: every strategy weight and both blocks
+    are trained. One XLA program for all of it: it was two tests, each its
+    program's compile (12.9 and 20.1 CPU s on the 2-core machine)."""
     keras.utils.set_random_seed(5)
     # Without dropout: its random bits were half of this step's XLA compile (12 -> 7 CPU s
-    # on the 2-core machine). Dropout under XLA is tests/models/test_nemot.py's step.
-    model = nemot.build_model(CFG.replace(reading_strategies=BOTH, dropout=0.0,
-                                          vanilla_attention_dropout=0.0))
+    # on the 2-core machine). Dropout under XLA is tests/training/test_runs.py's bf16 + XLA
+    # run (dropout 0.1 in every set).
+    model = nemot.build_model(CFG.replace(reading_strategies=BOTH, output_blocks=("lm", "gqa"),
+                                          dropout=0.0, vanilla_attention_dropout=0.0))
     model.compile(nemot.optimizers.Adam(1e-3), loss=NeMoTLoss(), jit_compile=True)
     x = inputs()
+    x["token_ids"][1, vocab.TASK_POSITION] = vocab.task_token_id("gqa")  # one example each
     text = x["token_ids"][:, 3:]
     targets = np.concatenate([text[:, 1:], np.full((2, 1), PAD)], axis=1)
     targets = np.where(targets == PAD, -1, targets).astype("int32")
-    before = {v.path: np.array(v) for v in model.backbone.reading_strategies.weights}
+    strategies = model.backbone.reading_strategies.weights
+    blocks = model.backbone.output_set.blocks
+    before = {v.path: np.array(v) for v in model.weights}
+
+    def moved(variable):
+        return np.abs(np.array(variable) - before[variable.path]).max() > 0
+
     history = model.fit(x, {"task_targets": targets, "lm_targets": targets}, epochs=2,
                         batch_size=2, verbose=0)
     assert model.jit_compile and np.isfinite(history.history["loss"]).all()
     assert history.history["loss"][1] < history.history["loss"][0]
-    for variable in model.backbone.reading_strategies.weights:  # every strategy weight is trained
-        assert np.abs(np.array(variable) - before[variable.path]).max() > 0, variable.path
+    for variable in strategies:  # every strategy weight is trained
+        assert moved(variable), variable.path
+    for name in ("lm", "gqa"):  # and each block, by its own example
+        assert any(moved(v) for v in blocks[name].trainable_weights), name
 
 
 @pytest.mark.parametrize("position", ["vanilla_output", "embeddings"])
