@@ -1,5 +1,7 @@
 """Every model on Keras's JAX backend, in a process of its own (the backend is fixed at
-import): ``KERAS_BACKEND=jax python -m tests.jax_worker OUT.json``.
+import): ``KERAS_BACKEND=jax python -m tests.jax_worker OUT.json [RUNS]``; with ``RUNS``
+(a directory) the same process also runs tests/training/jax_runs.py (:func:`main`), as
+the test run does.
 
 Runs, at tiny sizes, what tests/test_jax_backend.py checks: NeMoT and the GPT-2
 baseline train a ``fit`` step (dropout on, a batch mixing tasks) and decode with their
@@ -20,7 +22,10 @@ one compiled forward pass.
 """
 
 import json
+import resource
 import sys
+import traceback
+from pathlib import Path
 
 import numpy as np
 
@@ -345,7 +350,14 @@ def modact_fit():
     return losses
 
 
-def main(out):
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def models(out):
+    """Every check of the module docstring; writes the report to ``out``, with what each
+    part cost this process (``cpu_seconds``, user + system)."""
     import keras
 
     import nemot
@@ -354,7 +366,16 @@ def main(out):
     from tests.models import routing_worker, test_golden
 
     assert keras.backend.backend() == "jax"
+    cpu = {}
+    last = [_cpu_seconds()]
+
+    def spent(part):
+        now = _cpu_seconds()
+        cpu[part] = round(cpu.get(part, 0) + now - last[0], 1)
+        last[0] = now
+
     report = {"routing": routing_worker._jax_main(2)}
+    spent("routing")
     keras.distribution.set_distribution(None)
     keras.utils.set_random_seed(0)
     cfg = nemot.NeMoTConfig.preset("tiny").replace(
@@ -362,27 +383,63 @@ def main(out):
     report["padded_vocabulary"], (unpadded, forward) = padded_vocabulary(nemot, vocab)
     report["fused_attention_difference"] = fused_attention_difference(nemot, vocab, unpadded,
                                                                       forward)
+    spent("padded_and_fused")
     # The unpadded model then trains and decodes: its forward pass, compiled for [2, 3 + 8]
     # ids, is the shape the recomputation runs.
     report["nemot"] = fit_and_decode(unpadded, ["lm", "gqa", "lm", "lm"], vocab, forward)
     report["baseline"] = fit_and_decode(nemot.build_baseline(cfg), ["lm"] * 4, vocab)
-    report["ngt_loss"] = ngt_fit()
     for kind, specs in NEMOT_MODULATIONS.items():
         report[f"nemot_{kind}"] = fit_and_decode(nemot.build_model(cfg.replace(modulation=specs)),
                                                  ["lm", "gqa", "gqa", "lm"], vocab)
+    spent("fit_and_decode")
+    report["ngt_loss"] = ngt_fit()
     report["pals_loss"] = pals_fit()
     report["hypergrid_loss"] = hypergrid_fit()
     report["modact_losses"] = modact_fit()
+    spent("other_models")
     report["golden_logits"] = test_golden.golden_logits(lambda m, x: Jitted(m)(x)).tolist()
     report["fused_attention_cases"] = {str(multiple): attention_cases.differences(multiple)
                                        for multiple in (None, 64)}
     report["loss_relative_difference"] = loss_difference(vocab)
     report["dropout"] = dropout_rates()
+    spent("golden_attention_loss_dropout")
     report["stacked_output_blocks"] = stacked_output_blocks(nemot)
+    spent("stacked_output_blocks")
+    report["cpu_seconds"] = cpu
     with open(out, "w") as handle:
         json.dump(report, handle)
-    return 0
+
+
+def _guarded(part, error_file):
+    """``part()``; if it raises, its traceback goes to ``error_file`` (and stderr) and
+    False comes back."""
+    try:
+        part()
+        return True
+    except Exception:  # the other part still runs; the tests name the failure
+        traceback.print_exc()
+        Path(error_file).write_text(traceback.format_exc())
+        return False
+
+
+def main(out, runs=None):
+    """The report to ``out``; with ``runs`` (a directory), also the report of
+    tests/training/jax_runs.py in ``runs/report.json``, from this process: an import of
+    JAX, Keras and TensorFlow less than two processes, and one compilation cache in memory.
+    The killed run of jax_runs starts first (its own process, beside these checks). A part
+    that fails leaves no report but its traceback, in ``out + ".error"`` or
+    ``runs/error.txt``; the other part still runs."""
+    victim = None
+    if runs is not None:
+        from tests.training import jax_runs
+
+        Path(runs).mkdir(parents=True, exist_ok=True)
+        victim = jax_runs.start(runs)
+    ok = _guarded(lambda: models(out), f"{out}.error")
+    if runs is not None:
+        ok = _guarded(lambda: jax_runs.finish(runs, victim), Path(runs) / "error.txt") and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))

@@ -1,9 +1,11 @@
 """Every model on Keras's JAX backend: one subprocess with KERAS_BACKEND=jax
-(the backend is fixed at import) runs tests/jax_worker.py at tiny sizes; each test
+(the backend is fixed at import) runs tests/jax_worker.py at tiny sizes (and, in the same
+process, tests/training/jax_runs.py for tests/training/test_jax_runs.py); each test
 checks one part of its report. JAX's CPU wheel comes with the ``test`` extra."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -41,17 +43,44 @@ def jax_environment(tmp_path_factory):
                 JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
 
 
+def jax_reports(tmp_path_factory):
+    """The directory of the test run's one JAX subprocess, whichever xdist worker asks
+    first: tests/jax_worker.py's ``report.json`` and tests/training/jax_runs.py's
+    ``runs/report.json``, from one process (an import of JAX, Keras and TensorFlow less
+    than a process each). A part that failed left its traceback instead
+    (:func:`read_report`); the other part's tests still run."""
+    def produce(directory):
+        runs = directory / "runs"
+        done = subprocess.run([sys.executable, "-m", "tests.jax_worker",
+                               str(directory / "report.json"), str(runs)], cwd=ROOT,
+                              env=jax_environment(tmp_path_factory),
+                              capture_output=True, text=True, timeout=2700)
+        (directory / "stderr.txt").write_text(f"exit status {done.returncode}\n"
+                                              f"{done.stderr[-3000:]}")
+        # The tests read only the reports; the runs' models take about 3 GB.
+        for path in runs.iterdir() if runs.is_dir() else ():
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.name not in ("report.json", "error.txt"):
+                path.unlink()
+
+    return once(tmp_path_factory, "jax", produce)
+
+
+def read_report(path, error):
+    """The JSON report at ``path``; if its part failed, an assertion naming the traceback
+    in ``error`` (or the process's stderr)."""
+    if not path.is_file():
+        stderr = path.parent / "stderr.txt"
+        message = (error if error.is_file() else stderr if stderr.is_file() else None)
+        raise AssertionError(f"no {path.name}: " + (message.read_text() if message else ""))
+    return json.loads(path.read_text())
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    def produce(directory):
-        done = subprocess.run([sys.executable, "-m", "tests.jax_worker",
-                               str(directory / "report.json")], cwd=ROOT,
-                              env=jax_environment(tmp_path_factory),
-                              capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stderr[-3000:]
-
-    # One JAX subprocess per test run, whichever xdist worker asks first.
-    return json.loads((once(tmp_path_factory, "jax", produce) / "report.json").read_text())
+    directory = jax_reports(tmp_path_factory)
+    return read_report(directory / "report.json", directory / "report.json.error")
 
 
 @pytest.mark.parametrize("model", ["nemot", "baseline", "nemot_pals_og",

@@ -55,23 +55,31 @@ def commands(root):
     fixtures.race(root / "data" / "race")
     quiet = ["--set", "train.verbose=0"]
     report = {}
+    # One vanilla and one NM layer, no vanilla head: half the training step XLA compiles,
+    # which is most of a command's cost. finetune and train-general also train the same
+    # model with the same loss, schedule and batch shape, so one compiled training step
+    # (and validation step) serves both (JAX's persistent compilation cache).
+    small = ["--set", "model.num_vanilla_layers=1", "--set", "model.num_nm_layers=1",
+             "--set", "model.vanilla_head=false", "--set", "loss.vanilla_weight=0",
+             "--set", "model.max_text_length=32", *quiet]
+    shared = ["--set", "schedule.warmup_steps=250", "--set", "schedule.decay_steps=18000",
+              "--set", "data.max_new_tokens=2", *small]
     report["pretrain"] = _command([
         "pretrain", "--config", ROOT / "configs" / "pretrain.toml", "--preset", "tiny",
         "--gpt2", "none", "--data-dir", root / "c4", "--out", root / "pretrain", "--epochs", 1,
         "--batch-size", 4, "--set", "train.steps_per_epoch=2", "--set",
-        "data.validation_batches=1", "--set", "model.max_text_length=32", *quiet])
+        "data.validation_batches=1", *small])
     pretrained = root / "pretrain" / "model_last.keras"
     report["finetune"] = _command([
         "finetune", "--config", ROOT / "configs" / "boolq.toml", "--preset", "tiny",
         "--data-dir", root / "data" / "boolq", "--out", root / "boolq", "--epochs", 1,
         "--batch-size", 2, "--set", f"train.init_from={json.dumps(str(pretrained))}",
-        "--set", "model.max_text_length=32", *quiet])
+        *shared])
     report["train-general"] = _command([
         "train-general", "--config", ROOT / "configs" / "general.toml", "--preset", "tiny",
         "--data-dir", root / "data", "--out", root / "general", "--epochs", 1,
         "--set", 'data.datasets=["race", "boolq"]', "--set", "train.steps_per_epoch=2",
-        "--set", "train.init_from=", "--set", "data.max_new_tokens=2",
-        "--set", "model.max_text_length=32", *quiet])
+        "--set", "train.init_from=", *shared])
     finetuned = root / "boolq" / "model_best_metric.keras"
     report["evaluate"] = _command([
         "evaluate", "--checkpoint", finetuned, "--dataset", "boolq", "--split", "dev",
@@ -92,16 +100,26 @@ def commands(root):
 
 
 def data_parallel(root):
-    """The tiny run on one device and on two (``data-parallel``), dropout on: both
-    runs' weights and losses."""
+    """The tiny run of tests/training/worker.py with one vanilla and one NM layer and no
+    vanilla head (the step XLA compiles twice, once per device count, at half the size)
+    on one device and on two (``data-parallel``), dropout on: both runs' weights and
+    losses."""
     import jax
 
+    from nemot.training import trainer
+    from nemot.training.run_config import run_config_from_dict
     from tests.training import worker
 
     out = {"devices": len(jax.devices())}
     for strategy in ("default", "data-parallel"):
-        result = worker.run(root / strategy, strategy=strategy, steps=4, checkpoint_every=2,
-                            optimizer="sgd", rate=0.5)
+        cfg = worker.tiny_run_config("worker", steps=4, checkpoint_every=2, strategy=strategy,
+                                     optimizer="sgd", rate=0.5).to_dict()
+        cfg["model"].update(num_vanilla_layers=1, num_nm_layers=1, vanilla_head=False)
+        cfg["loss"]["vanilla_weight"] = 0.0
+        result = trainer.train(run_config_from_dict(cfg), out_dir=root / strategy,
+                               source=worker.tiny_source())
+        np.savez(root / strategy / "weights.npz",
+                 **{v.path: np.asarray(v.numpy()) for v in result.model.weights})
         out[strategy] = {"loss": result.history["loss"], "step": result.step}
     first, second = (np.load(root / s / "weights.npz") for s in ("default", "data-parallel"))
     out["largest_weight"] = max(float(np.abs(first[k]).max()) for k in first.files)
@@ -137,26 +155,37 @@ def refusals(root):
     return out
 
 
-def main(out):
+def start(root):
+    """The killed run: tests/faults.py's tiny run in a process of its own, started first so
+    that it runs beside the rest (and compiles its training step for the reference run,
+    through the persistent compilation cache: the same XLA flags, two devices too)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.faults", "train", Path(root) / "killed", "--trace",
+         "--kill-at", KILL_AT],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def finish(root, victim):
+    """Every part but the killed run (``victim``, from :func:`start`), then the fault point;
+    writes ``root/report.json``."""
     import keras
 
     from tests import faults
 
     assert keras.backend.backend() == "jax"
-    root = Path(out)
+    root = Path(root)
     killed = root / "killed"
-    victim = subprocess.Popen(
-        [sys.executable, "-m", "tests.faults", "train", killed, "--trace", "--kill-at", KILL_AT],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env=dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "").replace(
-            "--xla_force_host_platform_device_count=2", "")))
     report, cpu = {}, {}
     try:
         for part in (refusals, commands, data_parallel):
             start = _cpu_seconds()
             report[part.__name__] = part(root)
             cpu[part.__name__] = round(_cpu_seconds() - start, 1)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         stdout, _ = victim.communicate(timeout=900)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu["killed_run"] = round(after.ru_utime + after.ru_stime - children.ru_utime
+                                  - children.ru_stime, 1)
     finally:
         if victim.poll() is None:
             victim.kill()
@@ -167,12 +196,16 @@ def main(out):
     start = _cpu_seconds()
     report["fault"]["resume"] = list(faults.resume([reference, killed]))
     cpu["fault"] = round(_cpu_seconds() - start, 1)
-    # What each part cost this process (user + system, all threads); the killed run is
-    # another process.
+    # What each part cost this process (user + system, all threads), and the killed run
+    # its own process.
     report["cpu_seconds"] = cpu
     report["fault"]["identical"] = faults.same_weights(killed, reference) and (
         faults._validation_results(killed) == faults._validation_results(reference))
     (root / "report.json").write_text(json.dumps(report))
+
+
+def main(out):
+    finish(out, start(out))
     return 0
 
 

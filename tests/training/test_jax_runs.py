@@ -1,38 +1,21 @@
-"""Every training entry point on Keras's JAX backend: one subprocess with KERAS_BACKEND=jax
-and two CPU devices runs tests/training/jax_runs.py (the commands' tiny forms,
-one device against two, a run killed inside a checkpoint write and resumed); each test
+"""Every training entry point on Keras's JAX backend: the test run's one subprocess with
+KERAS_BACKEND=jax and two CPU devices (tests/test_jax_backend.py's, which also runs
+tests/jax_worker.py) runs tests/training/jax_runs.py (the commands' tiny forms, one
+device against two, a run killed inside a checkpoint write and resumed); each test
 checks one part of its report."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests.once import once
-from tests.test_jax_backend import jax_environment
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.test_jax_backend import jax_reports, read_report
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    def produce(directory):
-        done = subprocess.run([sys.executable, "-m", "tests.training.jax_runs", str(directory)],
-                              cwd=ROOT, env=jax_environment(tmp_path_factory),
-                              capture_output=True, text=True, timeout=1800)
-        assert done.returncode == 0, done.stderr[-3000:]
-        # The tests read only the report; the runs' models take about 3 GB.
-        for path in directory.iterdir():
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.name != "report.json":
-                path.unlink()
-
-    return json.loads((once(tmp_path_factory, "jax_runs", produce) / "report.json").read_text())
+    runs = jax_reports(tmp_path_factory) / "runs"
+    return read_report(runs / "report.json", runs / "error.txt")
 
 
 @pytest.mark.parametrize("command", ["pretrain", "finetune", "train-general", "evaluate",
