@@ -7,7 +7,8 @@ TensorFlow starts) and trains under ``MirroredStrategy``; on JAX (``KERAS_BACKEN
 and ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` set by the caller) under
 ``keras.distribution.DataParallel``. Writes what :func:`block_update_report` and
 :func:`replica_masks_report` measured, and (TensorFlow) NeMoT's loss on each replica
-(:func:`replica_losses`).
+(:func:`replica_losses`). The process leaves out the optional modules it never uses
+(:func:`tests.training.worker.lean_imports`).
 """
 
 import argparse
@@ -172,6 +173,9 @@ def main(argv=None):
     parser.add_argument("out")
     parser.add_argument("--devices", type=int, default=2)
     args = parser.parse_args(argv)
+    from tests.training.worker import lean_imports
+
+    lean_imports()
     if os.environ.get("KERAS_BACKEND") == "jax":
         report = _jax_main(args.devices)
     else:

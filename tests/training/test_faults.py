@@ -59,7 +59,7 @@ def test_a_write_that_fails_keeps_the_previous_files_and_ends_in_one_line(tmp_pa
 
     tiny_run_config, tiny_source = tiny
     out = tmp_path / "run"
-    cfg = tiny_run_config("w", steps=4, checkpoint_every=0)  # two epochs of two steps
+    cfg = tiny_run_config("w", steps=2, checkpoint_every=0)  # two epochs of one step
     trainer.train(cfg, out_dir=out, source=tiny_source())
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     assert {"model_last.keras", "results.csv", "run_config.toml"} <= set(before)
@@ -94,14 +94,14 @@ def test_a_second_run_into_a_directory_in_use_is_refused(tmp_path, tiny):
     try:
         with pytest.raises(files.DirectoryInUse, match=rf"{out} is in use by another training "
                                                        rf"run: process {other.pid} holds"):
-            trainer.train(tiny_run_config("l", steps=4, checkpoint_every=0), out_dir=out,
+            trainer.train(tiny_run_config("l", steps=2, checkpoint_every=0), out_dir=out,
                           source=tiny_source())
         assert [p.name for p in out.iterdir()] == [files.LOCK_FILE]  # nothing written
     finally:
         other.kill()
         other.wait()
     # Its process gone, the lock is taken over and the run goes ahead.
-    trainer.train(tiny_run_config("l", steps=4, checkpoint_every=0), out_dir=out,
+    trainer.train(tiny_run_config("l", steps=2, checkpoint_every=0), out_dir=out,
                   source=tiny_source())
     assert json.loads((out / "best.json").read_text())["loss_epoch"] is None
     assert not (out / files.LOCK_FILE).exists()

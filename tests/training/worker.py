@@ -14,17 +14,41 @@ command line's: 75 for a preempted run). ``--eager`` runs TensorFlow functions e
 ``eager`` fixture of tests/conftest.py, for the same reason: tracing the tiny model's
 training step costs more than the few steps it runs). :func:`run` is the same run in the
 calling process (a test that has TensorFlow loaded saves a process's start, ~7 s of CPU).
+The process leaves out the optional modules that TensorFlow, Keras and KerasHub import
+when installed and a tiny run never uses (:func:`lean_imports`).
 """
 
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def lean_imports():
+    """Leave out of this process the optional modules that TensorFlow (``jax``, for
+    tf.lite), Keras (``pandas``) and KerasHub (``rouge_score``, which imports nltk and
+    scipy.stats) import at start-up when installed: a test's training process uses none
+    of them, and they cost ~2 of the ~9 CPU seconds of its imports. Call it before those
+    imports; JAX stays when it is Keras' backend."""
+    backend = os.environ.get("KERAS_BACKEND")
+    if not backend:
+        home = os.environ.get("KERAS_HOME", os.path.join(os.path.expanduser("~"), ".keras"))
+        try:
+            with open(os.path.join(home, "keras.json"), encoding="utf-8") as handle:
+                backend = json.load(handle).get("backend")
+        except (OSError, ValueError, AttributeError):
+            backend = None
+    unused = ["rouge_score", "pandas"] + ([] if backend == "jax" else ["jax"])
+    for name in unused:
+        # None in sys.modules: `import name` raises ImportError, which they all expect.
+        sys.modules.setdefault(name, None)
 
 
 def tiny_run_config(name, *, steps, checkpoint_every, strategy="default", dropout=0.1,
@@ -56,14 +80,18 @@ def tiny_source(batch_size=4, n=20):
 
 
 def run(out, *, strategy="default", hang_at=0, pause_at=0, dropout=0.1, steps=8,
-        checkpoint_every=2, optimizer="adam", rate=1e-3):
+        checkpoint_every=2, optimizer="adam", rate=1e-3, signal_at=0):
     """The tiny run into ``out``, writing ``weights.npz`` and ``history.json`` there;
     ``hang_at``: print ``HANGING`` after that step and sleep; ``pause_at``: print ``PAUSED``
-    after that step and wait a second after each step from then on. Returns the training
-    result."""
+    after that step and wait a second after each step from then on; ``signal_at``: send
+    this process SIGTERM after that step (a preemption that lands in the wait after it; the
+    run's handler takes it, so only from the main thread). Returns the training result."""
     import keras
 
     from nemot.training import trainer
+
+    if signal_at and threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("signal_at: only the main thread takes the run's signals")
 
     class Hang(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -75,11 +103,13 @@ def run(out, *, strategy="default", hang_at=0, pause_at=0, dropout=0.1, steps=8,
                 if step == pause_at:
                     print("PAUSED", flush=True)
                 time.sleep(1)
+            if step == signal_at:
+                os.kill(os.getpid(), signal.SIGTERM)
 
     cfg = tiny_run_config("worker", steps=steps, checkpoint_every=checkpoint_every,
                           strategy=strategy, dropout=dropout, optimizer=optimizer, rate=rate)
     result = trainer.train(cfg, out_dir=out, source=tiny_source(),
-                           callbacks=[Hang()] if hang_at or pause_at else [])
+                           callbacks=[Hang()] if hang_at or pause_at or signal_at else [])
     # Every worker of a multi-worker run writes its own weights file.
     tag = os.environ.get("WORKER_TAG", "")
     np.savez(os.path.join(out, f"weights{tag}.npz"),
@@ -104,6 +134,7 @@ def main(argv=None):
     parser.add_argument("--eager", action="store_true")
     args = parser.parse_args(argv)
 
+    lean_imports()
     import tensorflow as tf
 
     tf.config.run_functions_eagerly(args.eager)
