@@ -1,6 +1,7 @@
 """The README's figures are the committed results': the comparison's score table and its
 tests against the plain backbone are ``results/compare/minbert/report.md``'s, the status table's NAMES numbers are
-``results/modact/names_lstm/report.json``'s, and the GPU sentence is
+``results/modact/names_lstm/report.json``'s, its SST-2 numbers (and docs/modact.md's)
+``results/modact/sst2_lstm/report.json``'s, and the GPU sentence is
 ``bench/results/gpu_nvidia_h200_jax.json``'s, the reliability figures ``fuzz.json``'s and
 ``faults.json``'s, docs/performance.md's compile table ``compile_cpu_jax.json``'s, the demo's
 ``results/demo/``'s. (The NAMES table itself: tests/modact/test_names_results.py.)"""
@@ -43,6 +44,25 @@ def test_the_status_table_quotes_the_names_report():
     accuracy = summary["modulated"]["test_accuracy"]
     assert f"modulated {accuracy['mean']:.4f}" in row
     assert f"{accuracy['paper']:.4f} for the modulated cell" in row
+
+
+def test_the_sst2_lines_quote_the_sst2_report():
+    """README's status row and docs/modact.md's table: every finished SST-2 variant's
+    numbers as results/modact/sst2_lstm/report.json has them, and its count of runs."""
+    summary = json.loads((ROOT / "results" / "modact" / "sst2_lstm" / "report.json")
+                         .read_text())["summary"]
+    row = next(line for line in README.splitlines() if "Table 4 SST-2" in line)
+    runs = sum(variant["test_accuracy"]["n"] for variant in summary.values())
+    assert f"{runs} of 40 runs finished" in row
+    docs = (ROOT / "docs" / "modact.md").read_text(encoding="utf-8")
+    for name, variant in summary.items():
+        accuracy = variant["test_accuracy"]
+        assert f"{accuracy['mean']:.4f} (paper {accuracy['paper']:.4f})" in row, name
+        line = next(line for line in docs.splitlines() if line.startswith(f"| {name} | ."))
+        short = "{:.4f}".format  # the docs table's numbers without their leading zero
+        assert (f"| {short(accuracy['mean'])[1:]} ({accuracy['n']}); mean over epochs "
+                f"{short(variant['test_accuracy_epoch_mean']['mean'])[1:]}, best "
+                f"{short(variant['test_accuracy_epoch_best']['mean'])[1:]} |") in line, name
 
 
 def test_the_gpu_sentence_quotes_the_benchmark():
