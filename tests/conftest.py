@@ -30,6 +30,10 @@ CHEAP_XLA_FLAGS = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expens
 os.environ["XLA_FLAGS"] = " ".join(filter(None, (os.environ.get("XLA_FLAGS", ""),
                                                  CHEAP_XLA_FLAGS)))
 
+# What TensorFlow prints as it loads on a machine without a GPU driver, unless
+# `import nemot` came first (tests/test_cli.py, tests/test_notebooks.py, tests/test_package.py).
+BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
+
 SLOWEST_FIRST = (
     "tests/training/test_jax_runs.py",
     "tests/test_notebooks.py",

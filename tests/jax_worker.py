@@ -22,12 +22,13 @@ one compiled forward pass.
 """
 
 import json
-import resource
 import sys
 import traceback
 from pathlib import Path
 
 import numpy as np
+
+from tests.training import jax_runs
 
 
 class Jitted:
@@ -350,11 +351,6 @@ def modact_fit():
     return losses
 
 
-def _cpu_seconds():
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def models(out):
     """Every check of the module docstring; writes the report to ``out``, with what each
     part cost this process (``cpu_seconds``, user + system)."""
@@ -367,10 +363,10 @@ def models(out):
 
     assert keras.backend.backend() == "jax"
     cpu = {}
-    last = [_cpu_seconds()]
+    last = [jax_runs.cpu_seconds()]
 
     def spent(part):
-        now = _cpu_seconds()
+        now = jax_runs.cpu_seconds()
         cpu[part] = round(cpu.get(part, 0) + now - last[0], 1)
         last[0] = now
 
@@ -431,8 +427,6 @@ def main(out, runs=None):
     ``runs/error.txt``; the other part still runs."""
     victim = None
     if runs is not None:
-        from tests.training import jax_runs
-
         Path(runs).mkdir(parents=True, exist_ok=True)
         victim = jax_runs.start(runs)
     ok = _guarded(lambda: models(out), f"{out}.error")

@@ -18,12 +18,11 @@ from nemot.models.nemot_causal_lm import parameter_breakdown
 from nemot.training import cli as training_cli
 from nemot.training import trainer
 from tests.data import fixtures
+from tests.conftest import BACKEND_NOTICES
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = ("info", "pretrain", "finetune", "train-general", "evaluate", "generate",
             "prepare-data", "runs", "ngt", "pals", "hypergrid", "modact", "recipes")
-# What TensorFlow prints when it loads on a machine without a GPU driver.
-BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
 
 
 def _python(code, env=None):

@@ -40,12 +40,12 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
+from tests.conftest import BACKEND_NOTICES
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 NAMES = ("01_architecture", "02_pretraining_c4", "03_finetune_qa", "04_general_training",
          "05_generation_and_gates", "06_task_conditioning")
-# What TensorFlow prints as it loads, unless `import nemot` came first (the first cell).
-BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
 # Per cell; a fast-mode training cell takes 1-2 minutes on two busy CPU cores.
 TIMEOUT_S = 600
 # Run in the kernel after the notebook's first cell (see the module docstring). tf.data

@@ -35,10 +35,10 @@ import pytest
 import nemot
 from nemot import NeMoTConfig, recipes
 
+from tests.conftest import BACKEND_NOTICES
+
 ROOT = Path(__file__).resolve().parents[1]
 UV = Path(sys.executable).with_name("uv")
-# What TensorFlow prints when it loads on a machine without a GPU driver.
-BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")
 
 
 def _run(command, cwd=None, env=None, timeout=1800):

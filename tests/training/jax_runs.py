@@ -16,7 +16,6 @@ uninterrupted run.
 import contextlib
 import io
 import json
-import os
 import resource
 import signal
 import subprocess
@@ -30,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 KILL_AT = "7:partial"
 
 
-def _cpu_seconds():
+def cpu_seconds():
+    """User + system CPU seconds of this process so far (every thread)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -178,9 +178,9 @@ def finish(root, victim):
     report, cpu = {}, {}
     try:
         for part in (refusals, commands, data_parallel):
-            start = _cpu_seconds()
+            start = cpu_seconds()
             report[part.__name__] = part(root)
-            cpu[part.__name__] = round(_cpu_seconds() - start, 1)
+            cpu[part.__name__] = round(cpu_seconds() - start, 1)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         stdout, _ = victim.communicate(timeout=900)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -193,9 +193,9 @@ def finish(root, victim):
                        "write": dict(faults.events(stdout)).get(int(KILL_AT.split(":")[0])),
                        "left": sorted(p.name for p in (killed / "train_state").iterdir())}
     reference = root / "reference"
-    start = _cpu_seconds()
+    start = cpu_seconds()
     report["fault"]["resume"] = list(faults.resume([reference, killed]))
-    cpu["fault"] = round(_cpu_seconds() - start, 1)
+    cpu["fault"] = round(cpu_seconds() - start, 1)
     # What each part cost this process (user + system, all threads), and the killed run
     # its own process.
     report["cpu_seconds"] = cpu
