@@ -24,9 +24,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # without the CPU fusion emitters the worker takes 90 s instead of 133 s alone (the same
 # report, 2026-11-27). Each program's machine code in one LLVM module instead of split
 # into parts for parallel codegen, which two busy cores cannot use: XLA's compile time
-# of the worker's programs 16% less on the 2-core machine.
+# of the worker's programs 16% less on the 2-core machine. Its programs' kernels on one
+# thread (Eigen's pool sized to two cores that three pytest workers share): the
+# subprocess alone, side by side, 228 -> 210 CPU seconds (2026-11-29).
 XLA_FLAGS = (f"--xla_force_host_platform_device_count=2 {CHEAP_XLA_FLAGS} "
-             "--xla_cpu_parallel_codegen_split_count=1")
+             "--xla_cpu_parallel_codegen_split_count=1 --xla_cpu_multi_thread_eigen=false "
+             "intra_op_parallelism_threads=1")
 
 
 def jax_environment(tmp_path_factory):

@@ -239,9 +239,11 @@ def _reduce_logs(strategy, logs):
 
 def _step_function(strategy, step, jit_compile):
     """``step`` (Keras's ``train_step``/``test_step``) on every replica, logs reduced."""
-    replica_step = tf.function(step, jit_compile=True) if jit_compile else step
+    replica_step = tf.function(step, jit_compile=True, autograph=False) if jit_compile else step
 
-    @tf.function
+    # No AutoGraph, as Keras's own train function: the step has no Python control flow
+    # over tensors (it runs under jax.jit too), and converting its source costs seconds.
+    @tf.function(autograph=False)
     def one_step(data):
         return _reduce_logs(strategy, strategy.run(replica_step, args=(data,)))
 
