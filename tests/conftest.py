@@ -30,6 +30,25 @@ CHEAP_XLA_FLAGS = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expens
 os.environ["XLA_FLAGS"] = " ".join(filter(None, (os.environ.get("XLA_FLAGS", ""),
                                                  CHEAP_XLA_FLAGS)))
 
+# TensorFlow's graph optimizer (Grappler) off where the tests run, for the suite's tiny
+# graphs that run a few steps: rewriting each traced function costs more than the steps it
+# would speed up (eight model and training files side by side on the 2-core machine at -n 3,
+# twice each: 193 and 178 CPU seconds with it, 162 and 158 without; what is computed is
+# the same, its rounding may differ, which no test's tolerance is tighter than). The
+# notebook kernels get the same switch (tests/test_notebooks.py).
+NO_GRAPPLER = {"disable_meta_optimizer": True}
+
+
+def pytest_configure(config):
+    # In each xdist worker, or in the one process of a run without workers; the controller
+    # of a run with workers runs no test and need not import TensorFlow.
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses",
+                                                            None):
+        import tensorflow as tf
+
+        tf.config.optimizer.set_experimental_options(NO_GRAPPLER)
+
+
 # What TensorFlow prints as it loads on a machine without a GPU driver, unless
 # `import nemot` came first (tests/test_cli.py, tests/test_notebooks.py, tests/test_package.py).
 BACKEND_NOTICES = ("absl::InitializeLog", "cudart_stub", "cuInit", "oneDNN", "cpu_feature_guard")

@@ -18,7 +18,8 @@ after the notebook's first cell, which imports nemot), as in ``tests/conftest.py
 ``eager`` fixture: tracing the train, test and decoding functions would cost more than
 those steps. 03 and 05 train for a hundred steps and more, until the model beats chance;
 they run as a user's would, compiled (``tf.function``): eagerly, those steps cost several
-times the tracing.
+times the tracing. Every kernel runs with TensorFlow's graph optimizer off, as the suite's
+own processes (``NO_GRAPPLER``, tests/conftest.py).
 
 The hand-off of notebooks/README.md from 03 to 05 runs on 03's one run: 05 inspects its ♠
 model (``NEMOT_CHECKPOINT``) besides its own run.
@@ -40,7 +41,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-from tests.conftest import BACKEND_NOTICES
+from tests.conftest import BACKEND_NOTICES, NO_GRAPPLER
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -55,6 +56,12 @@ import warnings
 import tensorflow as tf
 tf.config.run_functions_eagerly(True)
 warnings.filterwarnings("ignore", "Even though the `tf.config.experimental_run_functions_eagerly`")
+"""
+# Run in every kernel after the notebook's first cell: tests/conftest.py's NO_GRAPPLER (its
+# graphs, the tf.data ones of the eager notebooks too, run a few steps).
+NO_GRAPPLER = f"""\
+import tensorflow as tf
+tf.config.optimizer.set_experimental_options({NO_GRAPPLER!r})
 """
 
 
@@ -79,8 +86,8 @@ def run_notebook(name, workdir, monkeypatch, eager=True):
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     after_first = 1 + next(index for index, cell in enumerate(notebook.cells)
                            if cell.cell_type == "code")
-    if eager:
-        notebook.cells.insert(after_first, nbformat.v4.new_code_cell(EAGER))
+    notebook.cells.insert(after_first, nbformat.v4.new_code_cell(
+        NO_GRAPPLER + EAGER if eager else NO_GRAPPLER))
     km = _kernel_manager(workdir / ".kernel")
     client = NotebookClient(notebook, km=km, timeout=TIMEOUT_S,
                             resources={"metadata": {"path": str(workdir)}})
@@ -91,9 +98,8 @@ def run_notebook(name, workdir, monkeypatch, eager=True):
         if km.has_kernel:
             km.shutdown_kernel(now=True)
     seconds = time.monotonic() - start
-    if eager:
-        added = notebook.cells.pop(after_first)
-        assert added.outputs == [], f"{name}: the eager switch printed {added.outputs}"
+    added = notebook.cells.pop(after_first)
+    assert added.outputs == [], f"{name}: the test's switches printed {added.outputs}"
     printed = [(index, output.get("text", "")) for index, cell in enumerate(notebook.cells)
                for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
     warned = [(index, line) for index, text in printed for line in text.splitlines()
