@@ -44,6 +44,7 @@ def pytest_configure(config):
     # of a run with workers runs no test and need not import TensorFlow.
     if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses",
                                                             None):
+        import nemot  # noqa: F401  (first: TensorFlow then loads without its start-up notices)
         import tensorflow as tf
 
         tf.config.optimizer.set_experimental_options(NO_GRAPPLER)
