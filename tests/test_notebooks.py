@@ -59,7 +59,7 @@ warnings.filterwarnings("ignore", "Even though the `tf.config.experimental_run_f
 """
 # Run in every kernel after the notebook's first cell: tests/conftest.py's NO_GRAPPLER (its
 # graphs, the tf.data ones of the eager notebooks too, run a few steps).
-NO_GRAPPLER = f"""\
+GRAPPLER_OFF = f"""\
 import tensorflow as tf
 tf.config.optimizer.set_experimental_options({NO_GRAPPLER!r})
 """
@@ -87,7 +87,7 @@ def run_notebook(name, workdir, monkeypatch, eager=True):
     after_first = 1 + next(index for index, cell in enumerate(notebook.cells)
                            if cell.cell_type == "code")
     notebook.cells.insert(after_first, nbformat.v4.new_code_cell(
-        NO_GRAPPLER + EAGER if eager else NO_GRAPPLER))
+        GRAPPLER_OFF + EAGER if eager else GRAPPLER_OFF))
     km = _kernel_manager(workdir / ".kernel")
     client = NotebookClient(notebook, km=km, timeout=TIMEOUT_S,
                             resources={"metadata": {"path": str(workdir)}})
