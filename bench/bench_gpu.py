@@ -19,6 +19,9 @@ TensorFlow), Adam, at batch 16 and 32 of 3 + 768 tokens (text 768):
 - ``nemot_trainer`` (only when named in ``--models``): the ``nemot`` model trained by
   the trainer (``nemot.training.loop.run``: its callbacks and an epoch-end checkpoint)
   on the same batch, timed between batch ends.
+- ``nemot_branches`` (only when named): the ``nemot`` model with its output blocks as
+  a branch each instead of one loop over their stacked weights (``OutputSet.stack_blocks
+  = False``).
 
 Each model runs in a process of its own (so that peak memory is its own), warms up,
 then times 10 steps (3 at tiny sizes) per batch size; reported: median step time, compile time
@@ -56,9 +59,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2", "nemot_trainer")
+TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2", "nemot_trainer",
+                "nemot_branches")
 # What runs without --models: nemot_trainer (the nemot model's step through
-# nemot.training.loop.run) on request only.
+# nemot.training.loop.run) and nemot_branches (a branch per output block) on request only.
 DEFAULT_TRAIN_MODELS = TRAIN_MODELS[:4]
 DECODE_MODELS = ("nemot", "gpt2_baseline", "keras_hub_gpt2")
 # What --profile traces: the model of the targets and its reference.
@@ -166,7 +170,8 @@ def build_train_model(name, cfg):
 
     depth = cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers
     if name.startswith("nemot"):
-        model = nemot.build_model(cfg)
+        model = nemot.build_model(cfg, preprocessor=None)
+        model.backbone.output_set.stack_blocks = name != "nemot_branches"
         loss = NeMoTLoss(vanilla_weight=0) if name == "nemot_main_head" else NeMoTLoss()
         model.compile(keras.optimizers.Adam(1e-5), loss=loss, jit_compile=True)
         return model
@@ -339,7 +344,7 @@ def decode_child(name, tiny, batches=None, out=None, vocab_padding=1):
                         stop_token_ids=None)
     else:
         if name == "nemot":
-            model = nemot.build_model(run["config"])
+            model = nemot.build_model(run["config"], preprocessor=None)
         else:
             model = nemot.build_baseline(run["config"].replace(
                 num_vanilla_layers=small["num_layers"], d_model=small["hidden_dim"],
@@ -498,10 +503,11 @@ def ratios(train):
                 out[f"{name}_vs_keras_hub_gpt2@{batch}"] = round(
                     row["step_seconds"] / reference[batch]["step_seconds"], 3)
     fit = train.get("nemot", {})
-    for batch, row in train.get("nemot_trainer", {}).items():
-        if "step_seconds" in row and "step_seconds" in fit.get(batch, {}):
-            out[f"nemot_trainer_vs_nemot@{batch}"] = round(
-                row["step_seconds"] / fit[batch]["step_seconds"], 3)
+    for name in ("nemot_trainer", "nemot_branches"):
+        for batch, row in train.get(name, {}).items():
+            if "step_seconds" in row and "step_seconds" in fit.get(batch, {}):
+                out[f"{name}_vs_nemot@{batch}"] = round(
+                    row["step_seconds"] / fit[batch]["step_seconds"], 3)
     return out
 
 

@@ -224,7 +224,7 @@ def stacked_output_blocks(nemot):
         return ops.sum(ops.cast(outputs["logits"], "float32") * weights), outputs["logits"]
 
     stacked_calls = []
-    call_stacked, stackable = sets.OutputSet._call_stacked, sets.OutputSet._stackable
+    call_stacked = sets.OutputSet._call_stacked
 
     def counted(self, *args, **kwargs):
         stacked_calls.append(1)
@@ -233,12 +233,12 @@ def stacked_output_blocks(nemot):
     results = []
     for stacked in (True, False):
         sets.OutputSet._call_stacked = counted
-        sets.OutputSet._stackable = stackable if stacked else (lambda self: False)
+        model.backbone.output_set.stack_blocks = stacked
         try:
             grad, logits = jax.jit(jax.grad(loss, has_aux=True))(
                 [v.value for v in model.trainable_variables])
         finally:
-            sets.OutputSet._call_stacked, sets.OutputSet._stackable = call_stacked, stackable
+            sets.OutputSet._call_stacked = call_stacked
         results.append((np.asarray(logits), [np.asarray(g) for g in grad]))
     names = [v.path for v in model.trainable_variables]
     unused = f"block_{cfg.output_blocks[2]}/"

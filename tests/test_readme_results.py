@@ -72,6 +72,11 @@ def test_the_gpu_sentence_quotes_the_benchmark():
     quoted = (f"{nemot['step_seconds'] * 1000:.0f} ms a step ({nemot['mfu'] * 100:.1f}% MFU), "
               f"{result['step_ratio']['nemot_vs_keras_hub_gpt2@16']:.2f}× the step of")
     assert quoted in " ".join(README.split())
+    again = result["remeasured_2026_11_30"]
+    assert (f"took {again['call_nemot']['train']['16']['step_seconds'] * 1000:.0f} ms a step "
+            f"there** (2026-11-30; `GPT2Backbone` "
+            f"{again['call_keras_hub_gpt2']['train']['16']['step_seconds'] * 1000:.0f} ms)"
+            in " ".join(README.split()))
 
 
 def test_the_reliability_figures_quote_the_benchmarks():

@@ -257,6 +257,10 @@ class OutputSet(_ConfiguredLayer):
     the first example's block is used for the whole batch, as the original code did.
     """
 
+    # On JAX, the blocks as one loop over their stacked weights (:meth:`_call_stacked`);
+    # False: a branch per block, as TensorFlow under XLA runs them (benchmarks compare the two).
+    stack_blocks = True
+
     def build(self, input_shape=None):
         self.blocks = {}
         for name in self.config.output_blocks:
@@ -317,7 +321,7 @@ class OutputSet(_ConfiguredLayer):
         """Whether the blocks run as one loop over their stacked weights: on JAX, with two
         blocks or more. The blocks are built from one config, so they have the same
         variables (checked) and the same code."""
-        if backend.name() != "jax" or len(self.blocks) < 2:
+        if not self.stack_blocks or backend.name() != "jax" or len(self.blocks) < 2:
             return False
         layouts = {tuple((tuple(v.shape), v.dtype) for v in block.variables)
                    for block in self.blocks.values()}

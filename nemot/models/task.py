@@ -12,6 +12,7 @@ as they are.
 import contextlib
 import json
 import os
+import sys
 
 import keras
 import numpy as np
@@ -490,6 +491,8 @@ def _optimizer_hidden(model):
 
 def _raising_python_errors(function):
     def call(*args, **kwargs):
+        if "tensorflow" not in sys.modules:  # no tf.data pipeline can have raised (JAX
+            return function(*args, **kwargs)  # without TensorFlow installed, say)
         from nemot.data.tf_errors import python_errors
 
         with python_errors():
