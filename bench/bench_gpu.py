@@ -171,7 +171,8 @@ def build_train_model(name, cfg):
     depth = cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers
     if name.startswith("nemot"):
         model = nemot.build_model(cfg, preprocessor=None)
-        model.backbone.output_set.stack_blocks = name != "nemot_branches"
+        if name == "nemot_branches":
+            model.backbone.output_set.stack_blocks = False
         loss = NeMoTLoss(vanilla_weight=0) if name == "nemot_main_head" else NeMoTLoss()
         model.compile(keras.optimizers.Adam(1e-5), loss=loss, jit_compile=True)
         return model

@@ -225,9 +225,7 @@ class TextToTextCausalLM(CausalLM):
     def predict(self, x, *args, **kwargs):
         """KerasHub's, raising the data's Python errors as themselves (Keras reads the
         batches of ``predict`` outside its compiled function)."""
-        from nemot.data.tf_errors import python_errors
-
-        with python_errors():
+        with _python_errors():
             return super().predict(x, *args, **kwargs)
 
     # ---- generation: KerasHub's generate drives these hooks ----
@@ -489,13 +487,19 @@ def _optimizer_hidden(model):
         model.optimizer = optimizer
 
 
+def _python_errors():
+    """:func:`nemot.data.tf_errors.python_errors`; nothing to catch where TensorFlow was
+    never imported (JAX without TensorFlow installed: no ``tf.data`` pipeline ran)."""
+    if "tensorflow" not in sys.modules:
+        return contextlib.nullcontext()
+    from nemot.data.tf_errors import python_errors
+
+    return python_errors()
+
+
 def _raising_python_errors(function):
     def call(*args, **kwargs):
-        if "tensorflow" not in sys.modules:  # no tf.data pipeline can have raised (JAX
-            return function(*args, **kwargs)  # without TensorFlow installed, say)
-        from nemot.data.tf_errors import python_errors
-
-        with python_errors():
+        with _python_errors():
             return function(*args, **kwargs)
 
     return call
