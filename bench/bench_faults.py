@@ -13,7 +13,8 @@ with a named error, and crashes. The suite tries a few of these points
 (tests/training/test_faults.py).
 
 ``multi_worker``: two MultiWorkerMirroredStrategy workers on local ports, each in turn sent
-SIGTERM or SIGKILL after step 1 and after step 3, then both started again
+SIGTERM or SIGKILL after step 1 and after step 3, and the chief killed inside its write of
+the checkpoint of step 2 at each of the three moments, then both started again
 (:func:`tests.faults.multi_worker_sweep`): hangs, survivors stopped with one named line,
 unreadable checkpoints, pairs resumed to the uninterrupted weights. ``--only`` keeps the
 other sections of an existing ``faults.json``.

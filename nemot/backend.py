@@ -11,8 +11,8 @@ on JAX without TensorFlow installed, and on TensorFlow without JAX):
   ``rbg`` generator (XLA's RngBitGenerator, Philox) and elsewhere threefry, and
   TensorFlow its stateless Philox.
 - :func:`replica_context`, :func:`replica_index`, :func:`global_sum`: the
-  ``tf.distribute`` replica running the code (replicas drawing from one mirrored seed
-  must still draw different masks) and sums over replicas (the loss's global counts).
+  ``tf.distribute`` replica running the code (each replica draws its slice of the global
+  batch's dropout masks) and sums over replicas (the loss's global counts).
 - :func:`has_fused_attention`, :func:`attention_length_multiple`: whether this device
   has a fused attention kernel (cuDNN flash attention on a GPU under JAX) and the
   length multiple it needs (64).
@@ -70,10 +70,15 @@ def fold_seed(seed, salt):
     return tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), salt)
 
 
-def random_bits(shape, seed, impl=None):
+def random_bits(shape, seed, impl=None, offset=None):
     """uint32 random bits of ``shape`` from ``seed`` [2], a pure function of the seed.
 
     ``impl``: JAX only, ``"threefry"`` or ``"rbg"`` (default :func:`jax_bits_impl`).
+    ``offset``: TensorFlow only, a scalar: the bits are the words of ``seed``'s stream
+    from that one on, so that replicas each drawing their slice of a global batch draw
+    together what one device draws for all of it. The stream is Philox's (TensorFlow's
+    CPU and GPU kernels, and XLA): counter-based, word ``k`` from block ``k // 4``, so a
+    slice starts at the counter advanced by ``offset // 4`` blocks.
     """
     if name() == "jax":
         import jax
@@ -87,8 +92,25 @@ def random_bits(shape, seed, impl=None):
         return jax.random.bits(key, tuple(shape), jnp.uint32)
     import tensorflow as tf
 
-    return tf.random.stateless_uniform(shape, tf.cast(seed, tf.int64), minval=None,
-                                       maxval=None, dtype=tf.uint32)
+    seed = tf.cast(seed, tf.int64)
+    if offset is None:
+        return tf.random.stateless_uniform(shape, seed, minval=None, maxval=None,
+                                           dtype=tf.uint32)
+    key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
+    offset = tf.cast(offset, tf.int64)
+    rest = offset % 4
+    words = tf.cast(tf.reduce_prod(tf.stack(list(shape))), tf.int64)
+    # The 128-bit counter as two uint64 words, low first: add the blocks with the carry.
+    low, high = tf.unstack(tf.bitcast(counter, tf.int64))
+    moved = low + offset // 4
+    unsigned = tf.int64.min  # an unsigned comparison as a signed one, the top bit flipped
+    carry = tf.cast(tf.bitwise.bitwise_xor(moved, unsigned)
+                    < tf.bitwise.bitwise_xor(low, unsigned), tf.int64)
+    counter = tf.bitcast(tf.stack([moved, high + carry]), tf.uint64)
+    bits = tf.raw_ops.StatelessRandomUniformFullIntV2(
+        shape=tf.reshape(words + rest, [1]), key=key, counter=counter,
+        alg=tf.random.Algorithm.AUTO_SELECT.value, dtype=tf.uint32)
+    return tf.reshape(bits[rest:], shape)
 
 
 def recomputed(fn):

@@ -14,6 +14,10 @@ Why not ``keras.layers.Dropout``:
   (:func:`nemot.backend.fold_seed`). The masks are a pure function of the
   ``SeedGenerator`` states, which the training checkpoints hold, so a resumed run
   draws the same masks.
+- **Replicas change nothing.** A mask is drawn for the global batch, whatever draws it:
+  one device, JAX's ``keras.distribution`` (one program on global arrays), or each
+  ``tf.distribute`` replica drawing its own rows of it (:func:`dropout_mask`), so every
+  strategy trains to the weights of one device with dropout on.
 
 Keep rule: an element is kept when its 16-bit draw is below ``T = round(keep * 2**16)``
 and scaled by ``2**16 / T``, so the output's expectation is exactly the input and the
@@ -36,11 +40,21 @@ def keep_threshold(rate):
 
 
 def dropout_mask(shape, rate, seed):
-    """bool mask of ``shape`` (last axis static), True with probability ``T / 2**16``."""
+    """bool mask of ``shape`` (last axis static), True with probability ``T / 2**16``.
+
+    The first axis is the batch. Under ``tf.distribute`` each replica holds an equal slice
+    of the global batch (``MirroredStrategy`` splits it so when its size is a multiple of
+    the replicas, as nemot's training requires) and draws the rows of the global batch's
+    mask that are its own: the words of the stream after those of the replicas before it.
+    """
     shape = tuple(shape)
     last = shape[-1]
     half = (last + 1) // 2
-    bits = backend.random_bits(shape[:-1] + (half,), seed)
+    words = shape[:-1] + (half,)
+    replica = backend.replica_index()
+    offset = None if replica is None else ops.multiply(
+        ops.cast(replica, "int64"), ops.cast(ops.prod(ops.stack(list(words))), "int64"))
+    bits = backend.random_bits(words, seed, offset=offset)
     threshold = keep_threshold(rate)
     # Low and high halves of each word side by side (compared as uint32; one pass
     # under XLA, few kernels without it).
@@ -71,14 +85,13 @@ def seed_generator(active):
 def draw_seed(generator, training):
     """The seed of one call of the layer owning ``generator``: None outside training.
 
-    Under ``tf.distribute`` the replicas share the mirrored generator state, so the
-    seed is folded with the replica index: replicas draw independent masks.
+    Under ``tf.distribute`` the replicas share the mirrored generator state, so all draw
+    the same seed, and each its own rows of the global batch's mask
+    (:func:`dropout_mask`).
     """
     if not training or generator is None:
         return None
-    seed = generator.next()
-    replica = backend.replica_index()
-    return seed if replica is None else backend.fold_seed(seed, replica)
+    return generator.next()
 
 
 def salted(seed, salt):

@@ -7,7 +7,8 @@
 Every file a run writes goes through :func:`nemot.files.atomic_path`, a training
 checkpoint (``train_state/ckpt-<step>.npz``) too. This module numbers those writes as they
 happen ("write events"; ``--trace`` prints them) and, with ``--kill-at K:STAGE``, sends
-itself SIGKILL at write event ``K``:
+itself SIGKILL at write event ``K`` (its number, or the name of the file it writes: the
+first write of ``ckpt-4.npz`` is ``ckpt-4.npz:partial``):
 
 - ``partial``: the temporary file half written (a kill in the middle of the write);
 - ``before_rename``: the temporary file complete, not yet renamed;
@@ -54,9 +55,19 @@ def _halve(path):
             f.truncate(path.stat().st_size // 2)
 
 
+def kill_point(text):
+    """``"K:STAGE"`` -> ``(K, STAGE)``: ``K`` a write event's number, or the name of the
+    file whose first write it is."""
+    event, stage = text.rsplit(":", 1)
+    if stage not in STAGES:
+        raise ValueError(f"kill point {text!r}: expected EVENT:STAGE, STAGE one of {STAGES}")
+    return (int(event) if event.isdigit() else event), stage
+
+
 def install(kill_at=None, trace=False):
     """Number the writes of this process (see the module docstring); kill it at
-    ``kill_at`` = ``(event, stage)``."""
+    ``kill_at`` = ``(event, stage)``, ``event`` a number or a file's name (its first
+    write)."""
     from nemot import files
 
     atomic_path = files.atomic_path
@@ -69,15 +80,19 @@ def install(kill_at=None, trace=False):
 
     @contextlib.contextmanager
     def counted(path):
-        index = event(f"write {Path(path).name}")
+        name = f"write {Path(path).name}"
+        first = name not in EVENTS
+        index = event(name)
+        stage = kill_at[1] if kill_at is not None and kill_at[0] in (
+            index, Path(path).name if first else None) else None
         with atomic_path(path) as tmp:
             yield tmp
-            if kill_at == (index, "partial"):
+            if stage == "partial":
                 _halve(tmp)
                 _die()
-            if kill_at == (index, "before_rename"):
+            if stage == "before_rename":
                 _die()
-        if kill_at == (index, "after_rename"):
+        if stage == "after_rename":
             _die()
 
     files.atomic_path = counted
@@ -345,9 +360,10 @@ def multi_worker_sweep(root, signals=(signal.SIGTERM, signal.SIGKILL), pauses=(1
                        timeout=120):
     """Two ``MultiWorkerMirroredStrategy`` workers on local ports (the tiny run of
     tests/training/worker.py, eager), stopped at each point: each worker in turn, each of
-    ``signals``, in the second's wait after step ``pause`` (``--pause-at``); then both
-    started again. Counts: points, processes still running ``timeout`` seconds after the
-    signal (hangs, then killed), survivors that exited with 75 and one ``error:`` line,
+    ``signals``, in the second's wait after step ``pause`` (``--pause-at``); and the chief
+    (worker 0, the one that writes) killed inside its write of the checkpoint of step 2 at
+    each of :data:`STAGES` (``--kill-at``); then both started again. Counts: points,
+    processes still running ``timeout`` seconds after the signal (hangs, then killed), survivors that exited with 75 and one ``error:`` line,
     checkpoint files the next command could not read, pairs resumed to the uninterrupted
     workers' weights (to 1e-5, the eager against traced rounding of
     tests/training/test_distributed.py; here both eager, so equal in practice)."""
@@ -372,44 +388,53 @@ def multi_worker_sweep(root, signals=(signal.SIGTERM, signal.SIGKILL), pauses=(1
     counts = {"kill_points": 0, "hangs": 0, "named_stops": 0, "survivors": 0,
               "corrupt_files": 0, "resumed_identically": 0}
     details = []
-    for target in (0, 1):
-        for number in signals:
-            for pause in pauses:
-                out = root / f"worker{target}-{number.name}-{pause}"
-                processes = _workers(out, "--eager", "--pause-at", str(pause),
-                                     stdout=subprocess.PIPE)
-                for line in processes[target].stdout:
-                    if line.startswith("PAUSED"):
-                        break
-                start = time.monotonic()
-                processes[target].send_signal(number)
-                errors, hung = ended(processes)
-                seconds = round(time.monotonic() - start, 1)
-                codes = [process.returncode for process in processes]
-                survivors = [i for i, code in enumerate(codes) if code != -signal.SIGKILL]
-                named = sum(codes[i] == 75 and sum(line.startswith("error: ") for line in
-                                                   errors[i].splitlines()) == 1
-                            for i in survivors)
-                corrupt = 0
-                for path in sorted((out / "train_state").glob("ckpt-*.npz")):
-                    try:
-                        checkpoints.read(path)
-                    except checkpoints.UNREADABLE:
-                        corrupt += 1
-                _, hung_again = ended(_workers(out, "--eager"))
-                identical = not hung_again and all(
-                    np.allclose(np.load(out / f"weights{tag}.npz")[name], reference[name],
-                                atol=1e-5, rtol=0)
-                    for tag in "01" for name in reference.files)
-                counts["kill_points"] += 1
-                counts["hangs"] += hung + hung_again
-                counts["survivors"] += len(survivors)
-                counts["named_stops"] += named
-                counts["corrupt_files"] += corrupt
-                counts["resumed_identically"] += identical
-                details.append({"worker": target, "signal": number.name, "after_step": pause,
-                                "exit": codes, "seconds": seconds, "resumed": identical})
-                shutil.rmtree(out)
+    points = [(target, number, pause) for target in (0, 1) for number in signals
+              for pause in pauses] + [(0, f"ckpt-2.npz:{stage}", None) for stage in STAGES]
+    for target, number, pause in points:
+        if pause is None:  # the chief kills itself inside its write
+            out = root / f"worker0-write-{number.split(':')[1]}"
+            processes = _workers(out, "--eager", kill_at={0: number})
+            processes[0].wait(timeout=600)
+            start = time.monotonic()
+        else:
+            out = root / f"worker{target}-{number.name}-{pause}"
+            processes = _workers(out, "--eager", "--pause-at", str(pause),
+                                 stdout=subprocess.PIPE)
+            for line in processes[target].stdout:
+                if line.startswith("PAUSED"):
+                    break
+            start = time.monotonic()
+            processes[target].send_signal(number)
+        errors, hung = ended(processes)
+        seconds = round(time.monotonic() - start, 1)
+        codes = [process.returncode for process in processes]
+        survivors = [i for i, code in enumerate(codes) if code != -signal.SIGKILL]
+        named = sum(codes[i] == 75 and sum(line.startswith("error: ") for line in
+                                           errors[i].splitlines()) == 1
+                    for i in survivors)
+        corrupt = 0
+        for path in sorted((out / "train_state").glob("ckpt-*.npz")):
+            try:
+                checkpoints.read(path)
+            except checkpoints.UNREADABLE:
+                corrupt += 1
+        _, hung_again = ended(_workers(out, "--eager"))
+        identical = not hung_again and all(
+            np.allclose(np.load(out / f"weights{tag}.npz")[name], reference[name],
+                        atol=1e-5, rtol=0)
+            for tag in "01" for name in reference.files)
+        counts["kill_points"] += 1
+        counts["hangs"] += hung + hung_again
+        counts["survivors"] += len(survivors)
+        counts["named_stops"] += named
+        counts["corrupt_files"] += corrupt
+        counts["resumed_identically"] += identical
+        details.append({"worker": target, "exit": codes, "seconds": seconds,
+                        "resumed": identical, **(
+                            {"signal": "SIGKILL", "inside_write": number}
+                            if pause is None else
+                            {"signal": number.name, "after_step": pause})})
+        shutil.rmtree(out)
     return counts, details
 
 
@@ -420,10 +445,7 @@ def main(argv=None):
     parser.add_argument("--kill-at", default=None, help="EVENT:STAGE")
     parser.add_argument("--trace", action="store_true")
     args = parser.parse_args(argv)
-    kill_at = None
-    if args.kill_at:
-        index, stage = args.kill_at.split(":")
-        kill_at = (int(index), stage)
+    kill_at = kill_point(args.kill_at) if args.kill_at else None
     if args.command == "data_prep":
         install(kill_at, args.trace)
         print(json.dumps(data_prep(*args.paths)))

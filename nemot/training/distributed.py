@@ -207,11 +207,14 @@ LOST_WORKER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
 
 def _task_names(text):
     """``worker 1 (127.0.0.1:23456)`` for each task a coordination-service error names as
-    unhealthy, the address from ``TF_CONFIG``'s cluster; ``another worker`` when it names
-    none."""
+    unhealthy, or else for the remote target a collective's call found gone (the chief,
+    whose death takes the coordination service with it: "Socket closed ... from remote
+    target /job:worker/replica:0/task:0"), the address from ``TF_CONFIG``'s cluster;
+    ``another worker`` when the error names none."""
     cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
-    named = sorted(set(re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)",
-                                  text.partition("unhealthy")[2])))
+    task = r"/job:(\w+)/replica:\d+/task:(\d+)"
+    named = sorted(set(re.findall(task, text.partition("unhealthy")[2])
+                       or re.findall(r"remote target " + task, text)))
     return ", ".join(f"{job} {index} ({cluster.get(job, [])[int(index)]})"
                      if int(index) < len(cluster.get(job, [])) else f"{job} {index}"
                      for job, index in named) or "another worker"

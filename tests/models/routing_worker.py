@@ -6,7 +6,7 @@ On TensorFlow, ``--devices K`` splits the CPU into K logical devices (before
 TensorFlow starts) and trains under ``MirroredStrategy``; on JAX (``KERAS_BACKEND=jax``
 and ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` set by the caller) under
 ``keras.distribution.DataParallel``. Writes what :func:`block_update_report` and
-:func:`replica_masks_report` measured, and (TensorFlow) NeMoT's loss on each replica
+the dropout masks of two replicas (and of one device for their global batch) measured, and (TensorFlow) NeMoT's loss on each replica
 (:func:`replica_losses`). The process leaves out the optional modules it never uses
 (:func:`tests.training.worker.lean_imports`).
 """
@@ -110,13 +110,18 @@ def _tf_main(devices):
     with strategy.scope():
         generator = keras.random.SeedGenerator(5)
 
-    @tf.function
-    def masks():
-        return strategy.run(lambda: drop.dropout(tf.ones((64, 512)), 0.5,
-                                                 drop.draw_seed(generator, True)))
+    def replica():
+        seed = drop.draw_seed(generator, True)
+        return drop.dropout(tf.ones((64, 512)), 0.5, seed), seed
 
+    masks, seeds = tf.function(lambda: strategy.run(replica))()
+    seeds = [s.numpy().tolist() for s in strategy.experimental_local_results(seeds)]
+    assert seeds[0] == seeds[1], seeds  # one mirrored generator
     report["replica_masks"] = [np.asarray(m.numpy() > 0).tolist()
-                               for m in strategy.experimental_local_results(masks())]
+                               for m in strategy.experimental_local_results(masks)]
+    # One device drawing for the global batch, from the same seed.
+    report["whole_mask"] = np.asarray(drop.dropout(tf.ones((2 * 64, 512)), 0.5,
+                                                   seeds[0]).numpy() > 0).tolist()
     report["replica_losses"] = replica_losses(strategy)
     return report
 
@@ -165,6 +170,9 @@ def _jax_main(devices):
     seed = drop.draw_seed(keras.random.SeedGenerator(5), True)
     m = np.asarray(jax.jit(lambda x, s: drop.dropout(x, 0.5, s))(x, seed)) > 0
     report["replica_masks"] = [m[:64].tolist(), m[64:].tolist()]
+    keras.distribution.set_distribution(None)
+    report["whole_mask"] = (np.asarray(drop.dropout(np.ones((2 * 64, 512), "float32"), 0.5,
+                                                    seed)) > 0).tolist()
     return report
 
 

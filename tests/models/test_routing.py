@@ -1,7 +1,8 @@
 """The routing rule: an output block that no example of the batch selects keeps its weights
 and its Adam slots, on one device and on two MirroredStrategy replicas (a subprocess:
 logical devices must exist before TensorFlow starts); JAX: tests/test_jax_backend.py.
-Also: replicas draw independent dropout masks."""
+Also: each replica draws its rows of the dropout masks one device draws for the global
+batch."""
 
 import json
 import os
@@ -28,7 +29,11 @@ def check_block_updates(report):
 
 
 def check_replica_masks(report):
+    """Each replica's mask is its rows of the mask one device draws for the global batch
+    (replicas change nothing, dropout on): independent halves at the keep rate."""
     first, second = (np.array(m, dtype=float) for m in report["replica_masks"])
+    np.testing.assert_array_equal(np.concatenate([first, second]),
+                                  np.array(report["whole_mask"], dtype=float))
     n = first.size
     for mask in (first, second):
         assert abs(mask.mean() - 0.5) < 5 * np.sqrt(0.25 / n)
@@ -92,5 +97,5 @@ def test_unselected_block_keeps_weights_and_slots_on_two_replicas(mirrored):
     assert mirrored["replica_difference"] == 0.0
 
 
-def test_replicas_draw_independent_dropout_masks(mirrored):
+def test_replicas_draw_their_rows_of_the_global_batchs_dropout_masks(mirrored):
     check_replica_masks(mirrored)

@@ -5,18 +5,21 @@ worker stops both at one step, a killed worker stops the other, and both resume.
 Each distributed run is a process of its own (logical devices and TF_CONFIG must be set
 before TensorFlow initialises), forked from one that has imported TensorFlow without
 starting it (tests/training/forks.py: ~7 CPU seconds of imports once, not once a worker);
-the one-device run runs in the test's process. Dropout is off here: replicas draw
-different masks than one device would. The one-device and mirrored runs are eager
+the one-device run runs in the test's process. Dropout is on (the tiny run's 0.1): each
+replica draws its rows of the masks one device draws for the global batch, so replicas
+change nothing (nemot/dropout.py). The one-device and mirrored runs are eager
 (tracing per replica cost the mirrored run 36 s of CPU against 19 s eager; a traced
 mirrored ``fit`` is tests/models/test_routing.py's). The first gradient step was also
 checked by hand to agree to 1e-6 (loss and every gradient) between one device and two
 replicas.
 
 The two workers' runs are one chain into one directory, each link a claim of its own
-test, so that each pair of processes serves two of them: SIGTERM to the second worker in
-its wait after step 1 (both stop at step 2); both started again, SIGKILL to the second
-after step 3 (the first stops, naming it); both started again, traced as users run them,
-to the end, where they hold the one-device run's weights.
+test, so that each pair of processes serves two of them: the chief killed half way
+through writing the checkpoint of step 2 (the other stops, naming it); both started again
+(from the first step: no checkpoint is whole), SIGTERM to the second worker in its wait
+after step 1 (both stop at step 2); both started again, SIGKILL to the second after step 3
+(the first stops, naming it); both started again, traced as users run them, to the end,
+where they hold the one-device run's weights.
 """
 
 import json
@@ -37,7 +40,7 @@ from tests.once import once
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # SGD: its update is linear in the gradient, so weights agree as closely as the
 # gradients do (Adam would amplify rounding noise in near-zero gradients).
-RUN = {"steps": 4, "checkpoint_every": 2, "dropout": 0, "optimizer": "sgd", "rate": 0.5}
+RUN = {"steps": 4, "checkpoint_every": 2, "dropout": 0.1, "optimizer": "sgd", "rate": 0.5}
 STEPS = [arg for key, value in RUN.items() for arg in (f"--{key.replace('_', '-')}", str(value))]
 
 
@@ -60,13 +63,19 @@ def _error_line(err):
     return lines[0]
 
 
-def _workers(out, *extra, stdout=subprocess.DEVNULL, forks=None):
-    """Two MultiWorkerMirroredStrategy workers on free local ports, into ``out``."""
+def _workers(out, *extra, stdout=subprocess.DEVNULL, forks=None, kill_at=None):
+    """Two MultiWorkerMirroredStrategy workers on free local ports, into ``out``, each
+    with its address as ``address``; ``kill_at``: ``{worker: EVENT:STAGE}``, a kill inside
+    one of that worker's writes (tests/faults.py)."""
     cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
-    return [_start(out, "--strategy", "multi-worker", *extra, stdout=stdout, forks=forks, env={
-        "WORKER_TAG": str(i),
-        "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})})
-        for i in range(2)]
+    workers = []
+    for i, address in enumerate(cluster["worker"]):
+        kill = ["--kill-at", kill_at[i]] if kill_at and i in kill_at else []
+        workers.append(_start(out, "--strategy", "multi-worker", *extra, *kill, stdout=stdout,
+                              forks=forks, env={"WORKER_TAG": str(i), "TF_CONFIG": json.dumps(
+                                  {"cluster": cluster, "task": {"type": "worker", "index": i}})}))
+        workers[-1].address = address
+    return workers
 
 
 def _finish(process):
@@ -104,13 +113,34 @@ def _stop_the_second(out, number, pause_at, timeout, forks):
     the files then in ``out/train_state``."""
     workers = _workers(out, "--eager", "--pause-at", str(pause_at), stdout=subprocess.PIPE,
                        forks=forks)
-    errors, exits = [], []
     try:
         for line in workers[1].stdout:
             if line.startswith("PAUSED"):
                 break
         workers[1].send_signal(number)
-        start = time.monotonic()
+    except BaseException:
+        for process in workers:
+            process.kill()
+        raise
+    return _ended(workers, timeout, out)
+
+
+def _kill_the_chief_in_its_write(out, point, timeout, forks):
+    """Two eager workers into ``out``, the chief killed inside one of its writes (``point``,
+    tests/faults.py's ``EVENT:STAGE``). Returns what :func:`_stop_the_second` returns, and
+    the chief's address."""
+    workers = _workers(out, "--eager", forks=forks, kill_at={0: point})
+    workers[0].wait(timeout=300)
+    return dict(_ended(workers, timeout, out), chief=workers[0].address)
+
+
+def _ended(workers, timeout, out):
+    """Both workers' exit statuses (None: still running ``timeout`` seconds from now, then
+    killed), their standard errors, the seconds until both ended, the files then in
+    ``out/train_state``."""
+    errors, exits = [], []
+    start = time.monotonic()
+    try:
         for process in workers:
             try:
                 errors.append(process.communicate(
@@ -150,8 +180,10 @@ def runs(tmp_path_factory):
         with Forks(logs) as forks:
             mirrored = _start(root / "mirrored", "--strategy", "mirrored", "--devices", "2",
                               "--eager", forks=forks)
-            chain = {"signal": _stop_the_second(out, signal.SIGTERM, pause_at=1, timeout=300,
-                                                forks=forks)}
+            chain = {"chief_write": _kill_the_chief_in_its_write(out, "ckpt-2.npz:partial",
+                                                                 timeout=60, forks=forks)}
+            chain["signal"] = _stop_the_second(out, signal.SIGTERM, pause_at=1, timeout=300,
+                                               forks=forks)
             # Within a minute: TensorFlow's coordination service notices the missing
             # heartbeats.
             chain["kill"] = _stop_the_second(out, signal.SIGKILL, pause_at=3, timeout=60,
@@ -192,6 +224,25 @@ def test_mirrored_two_devices_equal_one_device(runs):
     np.testing.assert_allclose(two["history"]["loss"], one["history"]["loss"], atol=1e-5)
     np.testing.assert_allclose(two["history"]["task_loss"], one["history"]["task_loss"],
                                atol=1e-5)
+
+
+def test_a_chief_killed_inside_its_checkpoint_write_stops_the_other_naming_it(runs, chain):
+    """The chief (worker 0) killed half way through writing the checkpoint of step 2: the
+    other worker does not wait forever in its next all-reduce but stops within a minute
+    with one line naming the chief (whose death takes the coordination service with it);
+    the half-written file is a temporary one, which no resume reads, and the pair started
+    again (the next test's) starts from the first step, the chief having removed it."""
+    stop = chain["chief_write"]
+    assert stop["exits"] == [-signal.SIGKILL, 75], stop["errors"]
+    assert stop["seconds"] < 60
+    address = re.escape(stop["chief"])
+    assert re.fullmatch(rf"error: worker 0 \({address}\) stopped answering \(killed, or its "
+                        r"machine lost\), so this worker stopped too; start every worker again "
+                        r"with its same command to resume from the newest checkpoint in .*",
+                        _error_line(stop["errors"][1])), stop["errors"][1]
+    assert [name for name in stop["train_state"] if not name.startswith(".")] == []
+    assert [name.split(".")[1] for name in stop["train_state"]] == ["ckpt-2"]
+    assert not any("resumed from" in err for err in chain["signal"]["errors"])
 
 
 def test_a_signal_to_one_worker_stops_both_at_one_step_and_both_resume(runs, chain):

@@ -1,7 +1,7 @@
 """A tiny synthetic training run in its own process, for the subprocess tests.
 
     python -m tests.training.worker OUT [--strategy S] [--devices K] [--hang-at N]
-        [--pause-at N] [--dropout P] [--steps N] [--eager]
+        [--pause-at N] [--dropout P] [--steps N] [--eager] [--kill-at EVENT:STAGE]
 
 Trains a tiny NeMoT on the synthetic multiple-choice task through
 ``nemot.training.trainer.train`` and writes ``OUT/weights.npz`` (every weight,
@@ -10,7 +10,9 @@ logical devices first (must happen before TensorFlow initialises);
 ``--hang-at N`` prints ``HANGING`` after step N and sleeps, so that a test can
 kill the process there; ``--pause-at N`` prints ``PAUSED`` after step N and from then on
 waits a second after each step, for a signal to arrive mid-run (the exit status is the
-command line's: 75 for a preempted run). ``--eager`` runs TensorFlow functions eagerly (as the
+command line's: 75 for a preempted run); ``--kill-at EVENT:STAGE`` kills the process inside
+one of its writes (tests/faults.py: ``ckpt-4.npz:partial``, the checkpoint of step 4 half
+written). ``--eager`` runs TensorFlow functions eagerly (as the
 ``eager`` fixture of tests/conftest.py, for the same reason: tracing the tiny model's
 training step costs more than the few steps it runs). :func:`run` is the same run in the
 calling process (a test that has TensorFlow loaded saves a process's start, ~7 s of CPU).
@@ -132,9 +134,15 @@ def main(argv=None):
     parser.add_argument("--optimizer", default="adam")
     parser.add_argument("--rate", type=float, default=1e-3)
     parser.add_argument("--eager", action="store_true")
+    parser.add_argument("--kill-at", default=None,
+                        help="EVENT:STAGE: SIGKILL inside a write (tests/faults.py)")
     args = parser.parse_args(argv)
 
     lean_imports()
+    if args.kill_at:
+        from tests import faults
+
+        faults.install(faults.kill_point(args.kill_at))
     import tensorflow as tf
 
     tf.config.run_functions_eagerly(args.eager)
