@@ -21,8 +21,9 @@ they run as a user's would, compiled (``tf.function``): eagerly, those steps cos
 times the tracing. Every kernel runs with TensorFlow's graph optimizer off, as the suite's
 own processes (``NO_GRAPPLER``, tests/conftest.py).
 
-The hand-off of notebooks/README.md from 03 to 05 runs on 03's one run: 05 inspects its ♠
-model (``NEMOT_CHECKPOINT``) besides its own run.
+The hand-offs of notebooks/README.md run as one chain, each notebook once: 02 pre-trains on
+the raw C4 files it writes, 03 fine-tunes from 02's model (``NEMOT_PRETRAINED``) and still
+beats chance, and 05 inspects 03's ♠ model (``NEMOT_CHECKPOINT``) besides its own run.
 """
 
 import configparser
@@ -160,10 +161,21 @@ def test_01_architecture(tmp_path, monkeypatch):
     assert all(change > 0 for change in summary["max_gate_change"].values())
 
 
-def test_02_pretraining_c4(tmp_path, monkeypatch):
-    monkeypatch.setenv("NEMOT_CACHE", str(tmp_path / "cache"))  # the C4 window index
-    monkeypatch.delenv("NEMOT_C4_DIR", raising=False)
-    summary, out = run_notebook("02_pretraining_c4", tmp_path, monkeypatch)
+@pytest.fixture(scope="module")
+def pretrained_02(tmp_path_factory):
+    """Notebook 02 run once: its own test, and the model notebook 03 starts from; removed
+    after this file's tests."""
+    workdir = tmp_path_factory.mktemp("notebook_02")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("NEMOT_CACHE", str(workdir / "cache"))  # the C4 window index
+        monkeypatch.delenv("NEMOT_C4_DIR", raising=False)
+        ran = run_notebook("02_pretraining_c4", workdir, monkeypatch)
+    yield ran
+    shutil.rmtree(workdir)
+
+
+def test_02_pretraining_c4(pretrained_02):
+    summary, out = pretrained_02
     assert "pretraining_loss.png" in summary["figures"]
     losses, steps = summary["step_losses"], summary["steps_per_epoch"]
     assert all(math.isfinite(value) for value in losses)
@@ -179,13 +191,14 @@ def test_02_pretraining_c4(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def finetuned_03(tmp_path_factory):
-    """Notebook 03 run once: its own test, and the model notebook 05 inspects; removed
-    after this file's tests."""
+def finetuned_03(pretrained_02, tmp_path_factory):
+    """Notebook 03 run once, from 02's model: its own test, and the model notebook 05
+    inspects; removed after this file's tests."""
+    _, out_02 = pretrained_02
     workdir = tmp_path_factory.mktemp("notebook_03")
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.delenv("NEMOT_DATASET", raising=False)
-        monkeypatch.delenv("NEMOT_PRETRAINED", raising=False)
+        monkeypatch.setenv("NEMOT_PRETRAINED", str(out_02 / "pretrain" / "model_last.keras"))
         ran = run_notebook("03_finetune_qa", workdir, monkeypatch, eager=False)
     yield ran
     shutil.rmtree(workdir)
@@ -210,7 +223,8 @@ def test_03_finetune_qa(finetuned_03):
     assert math.isclose(summary["combined_loss"],
                         terms["task"] + 0.2 * terms["lm"] + 0.5 * terms["vanilla"], rel_tol=1e-5)
     assert (out / "evaluation" / "race_dev_report.md").is_file()
-    assert summary["pretrained"] == ""
+    # The hand-off: it started from 02's pre-trained model.
+    assert summary["pretrained"].endswith("walkthrough_02/pretrain/model_last.keras")
 
 
 def test_04_general_training(tmp_path, monkeypatch):
