@@ -14,6 +14,7 @@ epoch-end checkpoint, so that a restored epoch-end step already has its
 results row.
 """
 
+import contextlib
 import csv
 import json
 import logging
@@ -157,6 +158,20 @@ class ResumedEpoch(keras.callbacks.Callback):
         self.values = None
 
 
+@contextlib.contextmanager
+def _outside_distribution():
+    """No ``keras.distribution`` for what the chief alone does: Keras's ``save`` creates
+    a throwaway optimizer variable, which under JAX across hosts a distribution would
+    place on every host's devices, a step that every host must take (only the chief
+    saves)."""
+    current = keras.distribution.distribution()
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(current)
+
+
 class Preemption(keras.callbacks.Callback):
     """SIGTERM or SIGINT (Ctrl-C) to a training process: the step under way finishes, a
     checkpoint is written at its end (``saver``, the run's :class:`StepCheckpoint`), and
@@ -165,28 +180,22 @@ class Preemption(keras.callbacks.Callback):
     from the checkpoint. A second signal before the step ends stops at once (Ctrl-C:
     ``KeyboardInterrupt``), leaving the checkpoints as they were.
 
-    Under ``MultiWorkerMirroredStrategy`` (``strategy``) the workers agree after every step,
-    with one all-reduce of a flag, whether any of them received a signal: all stop at the
+    Across processes (``any_process``, :func:`nemot.training.distributed.any_process`:
+    ``MultiWorkerMirroredStrategy``'s workers, JAX's hosts) they agree after every step,
+    with one collective of a flag, whether any of them received a signal: all stop at the
     same step, the chief writing its checkpoint. Only the main thread can take signals:
     elsewhere (a test's thread) this does nothing.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    def __init__(self, saver, strategy=None):
+    def __init__(self, saver, any_process=None):
         super().__init__()
         self.saver = saver
         self.received = None
         self.stopping = False
         self._previous = {}
-        self._any = None
-        if strategy is not None:
-            @tf.function
-            def any_worker(flag):
-                return strategy.reduce("SUM", strategy.run(lambda: tf.identity(flag)),
-                                       axis=None)
-
-            self._any = any_worker
+        self._any = any_process
 
     def _receive(self, number, frame):
         if self.received is not None:
@@ -209,7 +218,7 @@ class Preemption(keras.callbacks.Callback):
         received = self.received is not None
         if self._any is not None:
             # Every worker takes part at every step, signalled or not.
-            anywhere = int(self._any(tf.constant(int(received))).numpy()) > 0
+            anywhere = self._any(received)
             if anywhere and not received:
                 self.received = "a signal to another worker"
             received = anywhere
@@ -346,7 +355,7 @@ class EpochValidation(keras.callbacks.Callback):
             logs["val_metric"] = val_metric
             logs.update(extras)
         last = os.path.join(self.out_dir, MODEL_FILES["last"])
-        with files.atomic_path(last) as tmp:
+        with files.atomic_path(last) as tmp, _outside_distribution():
             self.model.save(tmp)
         # A best model is this epoch's model: copy the file rather than serialise again
         # (a save walks every variable and optimizer slot; a copy is one file write).

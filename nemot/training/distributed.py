@@ -161,6 +161,28 @@ def is_jax(strategy):
     return isinstance(strategy, JaxStrategy)
 
 
+def any_process(strategy):
+    """``flag -> bool``: whether any worker or host of ``strategy`` passed a true flag,
+    a collective every one of them must call at the same point; None with one process
+    (nothing to agree on). ``MultiWorkerMirroredStrategy``: an all-reduce; JAX across
+    hosts: ``multihost_utils.process_allgather``."""
+    if is_jax(strategy):
+        if strategy.process_count == 1:
+            return None
+        from jax.experimental import multihost_utils
+
+        return lambda flag: bool(np.asarray(
+            multihost_utils.process_allgather(np.int32(bool(flag)))).any())
+    if not is_multi_worker(strategy):
+        return None
+
+    @tf.function
+    def any_worker(flag):
+        return strategy.reduce("SUM", strategy.run(lambda: tf.identity(flag)), axis=None)
+
+    return lambda flag: int(any_worker(tf.constant(int(bool(flag)))).numpy()) > 0
+
+
 def is_multi_worker(strategy):
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 

@@ -293,7 +293,7 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
                                     perplexity=perplexity)
     validation.forget_after(step // spe)
     saver = cb.StepCheckpoint(checkpoint, train.checkpoint_every, guard)
-    preemption = cb.Preemption(saver, strategy if distributed.is_multi_worker(strategy) else None)
+    preemption = cb.Preemption(saver, distributed.any_process(strategy))
     callbacks = [guard, cb.ResumedEpoch(checkpoint.epoch_metrics, step % spe), validation, saver,
                  cb.ScalarLogger(os.path.join(out_dir, "logs"), train.log_every,
                                  enabled=is_chief), preemption] + extra_callbacks

@@ -6,7 +6,9 @@ At tiny sizes, as the suite runs them on TensorFlow: ``nemot pretrain`` (C4 file
 none``), ``finetune`` (BoolQ, from the pre-trained model), ``train-general`` (RACE and
 BoolQ), ``evaluate`` and ``generate`` of the fine-tuned model, ``nemot runs`` of the NAMES
 LSTM on synthetic names; the tiny run of tests/training/worker.py
-on one device and with ``--strategy data-parallel`` on two, dropout on; what a TensorFlow
+on one device and with ``--strategy data-parallel`` on two, dropout on; the same run with
+``--strategy multi-host`` on two hosts (``python -m tests.training.jax_runs host OUT
+PAUSE_AT``: two processes on 127.0.0.1), one preempted, then both resumed; what a TensorFlow
 strategy and an earlier version's TensorFlow checkpoints get on JAX; and the fault
 point: the tiny run of tests/faults.py killed inside its checkpoint write at step 4 (a
 process of its own, started first, running beside the rest), then resumed here beside an
@@ -99,27 +101,38 @@ def commands(root):
     return report
 
 
-def data_parallel(root):
+def small_run(out, strategy, callbacks=()):
     """The tiny run of tests/training/worker.py with one vanilla and one NM layer and no
-    vanilla head (the step XLA compiles twice, once per device count, at half the size)
-    on one device and on two (``data-parallel``), dropout on: both runs' weights and
-    losses."""
+    vanilla head (half the step XLA compiles), SGD, dropout on, into ``out``; its weights
+    to ``out/weights.npz`` (a host of several: ``weights<its index>.npz``). Returns the
+    training result."""
     import jax
 
     from nemot.training import trainer
     from nemot.training.run_config import run_config_from_dict
     from tests.training import worker
 
+    cfg = worker.tiny_run_config("worker", steps=4, checkpoint_every=2, strategy=strategy,
+                                 optimizer="sgd", rate=0.5).to_dict()
+    cfg["model"].update(num_vanilla_layers=1, num_nm_layers=1, vanilla_head=False)
+    cfg["loss"]["vanilla_weight"] = 0.0
+    result = trainer.train(run_config_from_dict(cfg), out_dir=out, source=worker.tiny_source(),
+                           callbacks=list(callbacks))
+    # After training: asking JAX for the process index first would start its backend
+    # before the strategy's jax.distributed.initialize.
+    weights = f"weights{jax.process_index()}.npz" if strategy == "multi-host" else "weights.npz"
+    np.savez(Path(out) / weights, **{v.path: np.asarray(v.numpy()) for v in result.model.weights})
+    return result
+
+
+def data_parallel(root):
+    """:func:`small_run` on one device and on two (``data-parallel``; the step compiles
+    once per device count): both runs' weights and losses."""
+    import jax
+
     out = {"devices": len(jax.devices())}
     for strategy in ("default", "data-parallel"):
-        cfg = worker.tiny_run_config("worker", steps=4, checkpoint_every=2, strategy=strategy,
-                                     optimizer="sgd", rate=0.5).to_dict()
-        cfg["model"].update(num_vanilla_layers=1, num_nm_layers=1, vanilla_head=False)
-        cfg["loss"]["vanilla_weight"] = 0.0
-        result = trainer.train(run_config_from_dict(cfg), out_dir=root / strategy,
-                               source=worker.tiny_source())
-        np.savez(root / strategy / "weights.npz",
-                 **{v.path: np.asarray(v.numpy()) for v in result.model.weights})
+        result = small_run(root / strategy, strategy)
         out[strategy] = {"loss": result.history["loss"], "step": result.step}
     first, second = (np.load(root / s / "weights.npz") for s in ("default", "data-parallel"))
     out["largest_weight"] = max(float(np.abs(first[k]).max()) for k in first.files)
@@ -127,6 +140,85 @@ def data_parallel(root):
                                    for k in first.files)
     out["same_names"] = sorted(first.files) == sorted(second.files)
     return out
+
+
+def host(out, pause_at):
+    """One host of a ``multi-host`` :func:`small_run` (in a process of its own: its
+    cluster comes from ``KERAS_DISTRIBUTION_*``); ``pause_at``: print ``PAUSED`` after that
+    step and wait a second after each step from then on, for a signal to land mid-run.
+    Returns the command line's exit status (75: preempted)."""
+    import time
+
+    import keras
+
+    from nemot import console
+
+    class Pause(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            step = int(self.model.optimizer.iterations.numpy())
+            if pause_at and step >= pause_at:
+                if step == pause_at:
+                    print("PAUSED", flush=True)
+                time.sleep(1)
+
+    return console.run(lambda _: small_run(out, "multi-host", [Pause()]), None)
+
+
+def _hosts(out, pause_at=0):
+    """Two hosts of one CPU device each on 127.0.0.1, processes of their own (their
+    standard output readable)."""
+    import os
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    flags = " ".join(flag for flag in os.environ.get("XLA_FLAGS", "").split()
+                     if not flag.startswith("--xla_force_host_platform_device_count"))
+    return [subprocess.Popen(
+        [sys.executable, "-m", "tests.training.jax_runs", "host", str(out), str(pause_at)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, XLA_FLAGS=flags, KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                 KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
+        for i in range(2)]
+
+
+def multi_host(root):
+    """Two hosts (``--strategy multi-host``, ``jax.distributed`` from Keras's environment):
+    SIGTERM to the second in its wait after step 1, both stop at step 2 (they agree after
+    every step); both started again run to the end. Their exit statuses, error lines and
+    weights against :func:`data_parallel`'s one device."""
+    out = root / "multi_host"
+    stopped = _hosts(out, pause_at=1)
+    try:
+        for line in stopped[1].stdout:
+            if line.startswith("PAUSED"):
+                break
+        stopped[1].send_signal(signal.SIGTERM)
+        ends = [process.communicate(timeout=300) for process in stopped]
+    finally:
+        for process in stopped:
+            if process.poll() is None:
+                process.kill()
+    resumed = _hosts(out)
+    again = [process.communicate(timeout=600) for process in resumed]
+    report = {"stderr": [err[-1500:] for _, err in ends + again]}
+    if not all((out / f"weights{i}.npz").is_file() for i in range(2)):
+        return report  # the test names what the hosts printed
+    one = np.load(root / "default" / "weights.npz")
+    hosts = [np.load(out / f"weights{i}.npz") for i in range(2)]
+    return {**report, "exits": [process.returncode for process in stopped],
+            "errors": [[line for line in err.splitlines() if line.startswith("error: ")]
+                       for _, err in ends],
+            "checkpoints": sorted(p.name for p in (out / "train_state").glob("ckpt-*.npz")),
+            "resumed_exits": [process.returncode for process in resumed],
+            "resumed": [any("resumed from step 2" in line for line in err.splitlines())
+                        for _, err in again],
+            "hosts_differ": max(float(np.abs(hosts[0][k] - hosts[1][k]).max())
+                                for k in one.files),
+            "weight_difference": max(float(np.abs(hosts[0][k] - one[k]).max())
+                                     for k in one.files),
+            "largest_weight": max(float(np.abs(one[k]).max()) for k in one.files)}
 
 
 def refusals(root):
@@ -177,7 +269,7 @@ def finish(root, victim):
     killed = root / "killed"
     report, cpu = {}, {}
     try:
-        for part in (refusals, commands, data_parallel):
+        for part in (refusals, commands, data_parallel, multi_host):
             start = cpu_seconds()
             report[part.__name__] = part(root)
             cpu[part.__name__] = round(cpu_seconds() - start, 1)
@@ -204,10 +296,12 @@ def finish(root, victim):
     (root / "report.json").write_text(json.dumps(report))
 
 
-def main(out):
-    finish(out, start(out))
+def main(argv):
+    if argv[0] == "host":
+        return host(Path(argv[1]), int(argv[2]))
+    finish(argv[0], start(argv[0]))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

@@ -1,8 +1,8 @@
 """Every training entry point on Keras's JAX backend: the test run's one subprocess with
 KERAS_BACKEND=jax and two CPU devices (tests/test_jax_backend.py's, which also runs
 tests/jax_worker.py) runs tests/training/jax_runs.py (the commands' tiny forms, one
-device against two, a run killed inside a checkpoint write and resumed); each test
-checks one part of its report."""
+device against two, two hosts with a signal to one, a run killed inside a checkpoint
+write and resumed); each test checks one part of its report."""
 
 import json
 
@@ -70,3 +70,24 @@ def test_tensorflow_strategies_and_checkpoints_are_refused_by_name_on_jax(report
     assert "holds TensorFlow checkpoints of an earlier nemot version (ckpt-4)" in \
         refusals["legacy"]
     assert "resume the run once with KERAS_BACKEND=tensorflow" in refusals["legacy"]
+
+
+def test_two_hosts_agree_on_a_signal_to_one_and_resume_to_the_weights_of_one_device(report):
+    """``--strategy multi-host``: two processes on 127.0.0.1 (``jax.distributed`` from
+    Keras's environment). SIGTERM to the second in its wait after step 1: the hosts agree
+    after every step (an all-gather of a flag), both stop at step 2 with their one line,
+    the chief having written the checkpoint; both started again resume there and end with
+    one device's weights, dropout on."""
+    hosts = report["multi_host"]
+    assert hosts.get("exits") == [75, 75], hosts["stderr"]
+    chief, other = hosts["errors"]
+    assert len(chief) == len(other) == 1, hosts["errors"]
+    assert chief[0].startswith("error: a signal to another worker received: stopped at step 2 "
+                               "after writing ") and "ckpt-2.npz" in chief[0], chief
+    assert other[0] == ("error: SIGTERM received: stopped at step 2 after writing no "
+                        "checkpoint (not the chief); the same command resumes from it")
+    assert hosts["resumed_exits"] == [0, 0] and hosts["resumed"] == [True, True], hosts
+    assert hosts["checkpoints"] == ["ckpt-2.npz", "ckpt-4.npz"]
+    assert hosts["hosts_differ"] == 0
+    # SGD: the weights agree as closely as the gradients' sums (data_parallel's bound).
+    assert hosts["weight_difference"] <= 1e-5 * max(hosts["largest_weight"], 1)
