@@ -363,10 +363,11 @@ def multi_worker_sweep(root, signals=(signal.SIGTERM, signal.SIGKILL), pauses=(1
     ``signals``, in the second's wait after step ``pause`` (``--pause-at``); and the chief
     (worker 0, the one that writes) killed inside its write of the checkpoint of step 2 at
     each of :data:`STAGES` (``--kill-at``); then both started again. Counts: points,
-    processes still running ``timeout`` seconds after the signal (hangs, then killed), survivors that exited with 75 and one ``error:`` line,
-    checkpoint files the next command could not read, pairs resumed to the uninterrupted
-    workers' weights (to 1e-5, the eager against traced rounding of
-    tests/training/test_distributed.py; here both eager, so equal in practice)."""
+    processes still running ``timeout`` seconds after the signal (hangs, then killed),
+    survivors that exited with 75 and one ``error:`` line, checkpoint files the next
+    command could not read, pairs resumed to the uninterrupted workers' weights (to 1e-5,
+    the eager against traced rounding of tests/training/test_distributed.py; here both
+    eager, so equal in practice)."""
     from nemot.training import checkpoints
     from tests.training.test_distributed import _workers
 

@@ -5,10 +5,10 @@
 On TensorFlow, ``--devices K`` splits the CPU into K logical devices (before
 TensorFlow starts) and trains under ``MirroredStrategy``; on JAX (``KERAS_BACKEND=jax``
 and ``XLA_FLAGS=--xla_force_host_platform_device_count=K`` set by the caller) under
-``keras.distribution.DataParallel``. Writes what :func:`block_update_report` and
-the dropout masks of two replicas (and of one device for their global batch) measured, and (TensorFlow) NeMoT's loss on each replica
-(:func:`replica_losses`). The process leaves out the optional modules it never uses
-(:func:`tests.training.worker.lean_imports`).
+``keras.distribution.DataParallel``. Writes what :func:`block_update_report` measured,
+the dropout masks of two replicas and of one device for their global batch, and
+(TensorFlow) NeMoT's loss on each replica (:func:`replica_losses`). The process leaves out
+the optional modules it never uses (:func:`tests.training.worker.lean_imports`).
 """
 
 import argparse

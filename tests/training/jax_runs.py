@@ -147,32 +147,21 @@ def host(out, pause_at):
     cluster comes from ``KERAS_DISTRIBUTION_*``); ``pause_at``: print ``PAUSED`` after that
     step and wait a second after each step from then on, for a signal to land mid-run.
     Returns the command line's exit status (75: preempted)."""
-    import time
-
-    import keras
-
     from nemot import console
+    from tests.training import worker
 
-    class Pause(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            step = int(self.model.optimizer.iterations.numpy())
-            if pause_at and step >= pause_at:
-                if step == pause_at:
-                    print("PAUSED", flush=True)
-                time.sleep(1)
-
-    return console.run(lambda _: small_run(out, "multi-host", [Pause()]), None)
+    return console.run(lambda _: small_run(out, "multi-host", [worker.stops(pause_at=pause_at)]),
+                       None)
 
 
 def _hosts(out, pause_at=0):
     """Two hosts of one CPU device each on 127.0.0.1, processes of their own (their
     standard output readable)."""
     import os
-    import socket
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    from tests.training.test_distributed import _free_ports
+
+    port, = _free_ports(1)
     flags = " ".join(flag for flag in os.environ.get("XLA_FLAGS", "").split()
                      if not flag.startswith("--xla_force_host_platform_device_count"))
     return [subprocess.Popen(

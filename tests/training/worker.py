@@ -81,21 +81,12 @@ def tiny_source(batch_size=4, n=20):
     return trainer.examples_source(examples, batch_size=batch_size, max_text_length=n)
 
 
-def run(out, *, strategy="default", hang_at=0, pause_at=0, dropout=0.1, steps=8,
-        checkpoint_every=2, optimizer="adam", rate=1e-3, signal_at=0):
-    """The tiny run into ``out``, writing ``weights.npz`` and ``history.json`` there;
-    ``hang_at``: print ``HANGING`` after that step and sleep; ``pause_at``: print ``PAUSED``
-    after that step and wait a second after each step from then on; ``signal_at``: send
-    this process SIGTERM after that step (a preemption that lands in the wait after it; the
-    run's handler takes it, so only from the main thread). Returns the training result."""
+def stops(hang_at=0, pause_at=0, signal_at=0):
+    """A callback for :func:`run`'s ``hang_at``, ``pause_at`` and ``signal_at`` (each 0:
+    off), by the optimizer's step count."""
     import keras
 
-    from nemot.training import trainer
-
-    if signal_at and threading.current_thread() is not threading.main_thread():
-        raise RuntimeError("signal_at: only the main thread takes the run's signals")
-
-    class Hang(keras.callbacks.Callback):
+    class Stops(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
             step = int(self.model.optimizer.iterations.numpy())
             if step == hang_at:
@@ -108,10 +99,25 @@ def run(out, *, strategy="default", hang_at=0, pause_at=0, dropout=0.1, steps=8,
             if step == signal_at:
                 os.kill(os.getpid(), signal.SIGTERM)
 
+    return Stops()
+
+
+def run(out, *, strategy="default", hang_at=0, pause_at=0, dropout=0.1, steps=8,
+        checkpoint_every=2, optimizer="adam", rate=1e-3, signal_at=0):
+    """The tiny run into ``out``, writing ``weights.npz`` and ``history.json`` there;
+    ``hang_at``: print ``HANGING`` after that step and sleep; ``pause_at``: print ``PAUSED``
+    after that step and wait a second after each step from then on; ``signal_at``: send
+    this process SIGTERM after that step (a preemption that lands in the wait after it; the
+    run's handler takes it, so only from the main thread). Returns the training result."""
+    from nemot.training import trainer
+
+    if signal_at and threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("signal_at: only the main thread takes the run's signals")
     cfg = tiny_run_config("worker", steps=steps, checkpoint_every=checkpoint_every,
                           strategy=strategy, dropout=dropout, optimizer=optimizer, rate=rate)
     result = trainer.train(cfg, out_dir=out, source=tiny_source(),
-                           callbacks=[Hang()] if hang_at or pause_at or signal_at else [])
+                           callbacks=[stops(hang_at, pause_at, signal_at)]
+                           if hang_at or pause_at or signal_at else [])
     # Every worker of a multi-worker run writes its own weights file.
     tag = os.environ.get("WORKER_TAG", "")
     np.savez(os.path.join(out, f"weights{tag}.npz"),
