@@ -425,13 +425,13 @@ def main(out, runs=None):
     The killed run of jax_runs starts first (its own process, beside these checks). A part
     that fails leaves no report but its traceback, in ``out + ".error"`` or
     ``runs/error.txt``; the other part still runs."""
-    victim = None
-    if runs is not None:
-        Path(runs).mkdir(parents=True, exist_ok=True)
-        victim = jax_runs.start(runs)
-    ok = _guarded(lambda: models(out), f"{out}.error")
-    if runs is not None:
-        ok = _guarded(lambda: jax_runs.finish(runs, victim), Path(runs) / "error.txt") and ok
+    if runs is None:
+        return 0 if _guarded(lambda: models(out), f"{out}.error") else 1
+    with jax_runs.processes(runs) as forks:
+        victim = jax_runs.start(runs, forks)
+        ok = _guarded(lambda: models(out), f"{out}.error")
+        ok = _guarded(lambda: jax_runs.finish(runs, victim, forks),
+                      Path(runs) / "error.txt") and ok
     return 0 if ok else 1
 
 

@@ -12,6 +12,10 @@ that no cell printed a warning (e.g. tqdm's "IProgress not found" without ipywid
 Keras' ignored ``shuffle=True``) or TensorFlow's start-up notices. The committed notebooks must carry no outputs; what they
 write is ignored by git; ``pip install 'nemot[notebooks]'`` installs what runs them.
 
+The kernels are forked from one process that has imported what every notebook's first cell
+imports (tests/kernels.py: ~9 CPU seconds a kernel less); what that import prints is checked
+as the cells' output is (no TensorFlow start-up notice, no warning).
+
 Notebooks that take a few tiny steps (01, 02, 04, 06, and 05 inspecting 03's model) run
 TensorFlow functions eagerly (``tf.config.run_functions_eagerly``, set in the kernel right
 after the notebook's first cell, which imports nemot), as in ``tests/conftest.py``'s
@@ -29,6 +33,7 @@ beats chance, and 05 inspects 03's ♠ model (``NEMOT_CHECKPOINT``) besides its 
 import configparser
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -42,12 +47,17 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
+from tests import kernels
 from tests.conftest import BACKEND_NOTICES, NO_GRAPPLER
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 NAMES = ("01_architecture", "02_pretraining_c4", "03_finetune_qa", "04_general_training",
          "05_generation_and_gates", "06_task_conditioning")
+# The environment of every kernel: fast mode, quiet as a user's would be (TensorFlow's log
+# level not set), figures inline.
+SET = {"NEMOT_FAST": "1", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+UNSET = ("TF_CPP_MIN_LOG_LEVEL", "NEMOT_BACKEND_LOGS")
 # Per cell; a fast-mode training cell takes 1-2 minutes on two busy CPU cores.
 TIMEOUT_S = 600
 # Run in the kernel after the notebook's first cell (see the module docstring). tf.data
@@ -66,12 +76,44 @@ tf.config.optimizer.set_experimental_options({NO_GRAPPLER!r})
 """
 
 
+def _printed(name, text):
+    """Asserts that ``text`` names no warning and no TensorFlow start-up notice."""
+    lines = text.splitlines()
+    warned = [line for line in lines if re.search(r"\w+Warning\b", line)]
+    assert not warned, f"{name}: printed warnings {warned}"
+    noticed = [line for line in lines if any(notice in line for notice in BACKEND_NOTICES)]
+    assert not noticed, f"{name}: printed TensorFlow's start-up notices {noticed}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_server(tmp_path_factory):
+    """The server the kernels are forked from (tests/kernels.py), for this file's tests;
+    at its end, what its imports printed is checked as a cell's output is."""
+    directory = tmp_path_factory.mktemp("kernels")
+    env = {key: value for key, value in os.environ.items() if key not in UNSET} | SET
+    server = subprocess.Popen([sys.executable, "-m", "tests.kernels", "serve",
+                               str(directory / "socket")], cwd=REPO, env=env, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=(directory / "stderr").open("w"))
+    try:
+        assert server.stdout.readline() == "READY\n", (directory / "stderr").read_text()
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            monkeypatch.setenv(kernels.ADDRESS, str(directory / "socket"))
+            yield
+    finally:
+        server.stdin.close()
+        server.wait(timeout=120)
+    _printed("the kernels' imports", (directory / "stderr").read_text())
+
+
 def _kernel_manager(directory):
-    """A KernelManager for kernel ``python3`` whose spec runs this interpreter."""
+    """A KernelManager for kernel ``python3`` whose spec runs tests/kernels.py's launcher
+    with this interpreter."""
     spec_dir = directory / "kernels" / "python3"
     spec_dir.mkdir(parents=True)
     (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "argv": [sys.executable, str(REPO / "tests" / "kernels.py"), "-f",
+                 "{connection_file}"],
         "display_name": "nemot test kernel", "language": "python"}))
     specs = KernelSpecManager(kernel_dirs=[str(directory / "kernels")], ensure_native_kernel=False)
     return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
@@ -80,10 +122,10 @@ def _kernel_manager(directory):
 def run_notebook(name, workdir, monkeypatch, eager=True):
     """Execute ``notebooks/<name>.ipynb`` in ``workdir`` (TensorFlow functions eagerly unless
     ``eager`` is false); returns its summary.json and the directory it wrote."""
-    monkeypatch.setenv("NEMOT_FAST", "1")
-    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)  # quiet as a user's would be
-    monkeypatch.delenv("NEMOT_BACKEND_LOGS", raising=False)
-    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    for key, value in SET.items():
+        monkeypatch.setenv(key, value)
+    for key in UNSET:
+        monkeypatch.delenv(key, raising=False)
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     after_first = 1 + next(index for index, cell in enumerate(notebook.cells)
                            if cell.cell_type == "code")

@@ -1,22 +1,28 @@
-"""Worker processes forked from one that has imported TensorFlow already.
+"""Worker processes forked from one that has imported TensorFlow, Keras and nemot already.
 
     python -m tests.training.forks      (reads requests on stdin; :class:`Forks` drives it)
 
 Each process of tests/training/worker.py spends ~7 of its ~13 CPU seconds importing
 TensorFlow, Keras, KerasHub and nemot. This server imports them once (without starting
-TensorFlow's runtime: no device, no op, no thread pool yet) and forks a child per worker:
-each child sets its own environment (``TF_CONFIG``, ``WORKER_TAG``) and logical devices as
-a fresh process would, runs ``worker.main(argv)`` and ends as a fresh process ends (its
-exit status, or the signal that killed it). The children are separate processes, so a
-signal or a kill reaches one worker as it would on a machine of its own.
+the backend's runtime: TensorFlow's devices, ops and thread pools, or JAX's backends) and
+forks a child per worker: each child sets its own environment (``TF_CONFIG``,
+``WORKER_TAG``, the ``KERAS_DISTRIBUTION_*`` of a JAX host, ``XLA_FLAGS``) and logical
+devices as a fresh process would, runs ``main(argv)`` of its module
+(tests/training/worker.py unless the request names another, e.g. tests/faults.py or
+tests/training/jax_runs.py) and ends as a fresh process ends (its exit status, or the
+signal that killed it). The children are separate processes, so a signal or a kill
+reaches one worker as it would on a machine of its own. The server's Keras backend is that
+of its environment (``KERAS_BACKEND``); its children's is the same.
 
-Requests are JSON lines ``{"argv": [...], "env": {...}, "stdout": PATH, "stderr": PATH}``;
-the server answers ``START pid`` for each and ``EXIT pid status`` (a signal: its negative
-number) as it reaps them, and ends once its input is closed and its children have ended.
-The caller then waits for the server, so the CPU time of the children counts for it (the
-suite's CPU seconds per test, tests/conftest.py) as that of its own subprocesses does.
+Requests are JSON lines ``{"argv": [...], "env": {...}, "stdout": PATH, "stderr": PATH}``,
+optionally ``"module"``; the server answers ``START pid`` for each and ``EXIT pid status``
+(a signal: its negative number) as it reaps them, and ends once its input is closed and
+its children have ended. The caller then waits for the server, so the CPU time of the
+children counts for it (the suite's CPU seconds per test, tests/conftest.py) as that of its
+own subprocesses does.
 """
 
+import importlib
 import json
 import os
 import select
@@ -35,7 +41,7 @@ def _preload():
     from tests.training import worker
 
     worker.lean_imports()
-    import keras  # noqa: F401
+    import keras
     import tensorboard  # noqa: F401  (tf.summary's writer imports it on first use)
     import tensorflow as tf  # noqa: F401
     import tiktoken  # noqa: F401
@@ -45,10 +51,17 @@ def _preload():
     import nemot.models.baseline  # noqa: F401
     from nemot import console  # noqa: F401
     from nemot.training import distributed, trainer  # noqa: F401
+    from tests import faults  # noqa: F401
 
-    # Forking is safe only before TensorFlow starts its runtime (its threads), and the
-    # children set logical devices, which must come before it.
+    # Forking is safe only before the backend starts its runtime (its threads), and the
+    # children set logical devices and their XLA flags, which must come before it.
     assert not context.context()._initialized, "TensorFlow's runtime started in the server"
+    if keras.backend.backend() == "jax":
+        from jax._src import xla_bridge
+
+        from tests.training import jax_runs  # noqa: F401
+
+        assert not xla_bridge.backends_are_initialized(), "JAX's backend started in the server"
 
 
 def _child(request, reply):
@@ -63,14 +76,14 @@ def _child(request, reply):
         os.close(target)
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.argv = ["-m tests.training.worker", *request["argv"]]
+    module = request.get("module", "tests.training.worker")
+    sys.argv = [f"-m {module}", *request["argv"]]
     for number in (signal.SIGTERM, signal.SIGCHLD):
         signal.signal(number, signal.SIG_DFL)
-    from tests.training import worker
 
     # SystemExit, through the server's frames (none catches it): the interpreter ends as
     # the worker's own would, its exit handlers run.
-    sys.exit(worker.main(request["argv"]))
+    sys.exit(importlib.import_module(module).main(request["argv"]))
 
 
 def serve():
@@ -134,11 +147,11 @@ class Forks:
 
     ended = False
 
-    def start(self, argv, env):
+    def start(self, argv, env, module="tests.training.worker"):
         self.count += 1
         out = os.path.join(self.directory, f"fork-{self.count}")
         request = {"argv": [str(arg) for arg in argv], "env": env, "stdout": out + ".out",
-                   "stderr": out + ".err"}
+                   "stderr": out + ".err", "module": module}
         open(request["stdout"], "w").close()
         with self.changed:
             self.server.stdin.write(json.dumps(request).encode() + b"\n")
@@ -203,8 +216,8 @@ class _Lines:
 
 class Child:
     """A forked worker: ``pid``, ``returncode``, ``stdout`` (its lines as they come),
-    ``send_signal``, ``kill``, ``poll``, ``wait`` and ``communicate`` (``(None, its
-    standard error)``), as ``subprocess.Popen``'s."""
+    ``send_signal``, ``kill``, ``poll``, ``wait`` and ``communicate`` (``(the rest of its
+    standard output, its standard error)``), as ``subprocess.Popen``'s."""
 
     def __init__(self, forks, pid, request):
         self.forks, self.pid, self.request = forks, pid, request
@@ -227,7 +240,7 @@ class Child:
     def communicate(self, timeout=None):
         self.wait(timeout)
         with open(self.request["stderr"], encoding="utf-8", errors="replace") as handle:
-            return None, handle.read()
+            return self.stdout.file.read(), handle.read()
 
     def send_signal(self, number):
         if self.poll() is None:

@@ -12,7 +12,8 @@ PAUSE_AT``: two processes on 127.0.0.1), one preempted, then both resumed; what 
 strategy and an earlier version's TensorFlow checkpoints get on JAX; and the fault
 point: the tiny run of tests/faults.py killed inside its checkpoint write at step 4 (a
 process of its own, started first, running beside the rest), then resumed here beside an
-uninterrupted run.
+uninterrupted run. The processes of the hosts and of the killed run are forked from one
+that imported JAX, Keras and nemot once (tests/training/forks.py), started with this one.
 """
 
 import contextlib
@@ -20,7 +21,6 @@ import io
 import json
 import resource
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -154,9 +154,9 @@ def host(out, pause_at):
                        None)
 
 
-def _hosts(out, pause_at=0):
-    """Two hosts of one CPU device each on 127.0.0.1, processes of their own (their
-    standard output readable)."""
+def _hosts(forks, out, pause_at=0):
+    """Two hosts of one CPU device each on 127.0.0.1, processes of their own forked by
+    ``forks`` (their standard output readable)."""
     import os
 
     from tests.training.test_distributed import _free_ports
@@ -164,21 +164,20 @@ def _hosts(out, pause_at=0):
     port, = _free_ports(1)
     flags = " ".join(flag for flag in os.environ.get("XLA_FLAGS", "").split()
                      if not flag.startswith("--xla_force_host_platform_device_count"))
-    return [subprocess.Popen(
-        [sys.executable, "-m", "tests.training.jax_runs", "host", str(out), str(pause_at)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    return [forks.start(
+        ["host", out, pause_at], module="tests.training.jax_runs",
         env=dict(os.environ, XLA_FLAGS=flags, KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
                  KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(i)))
         for i in range(2)]
 
 
-def multi_host(root):
+def multi_host(root, forks):
     """Two hosts (``--strategy multi-host``, ``jax.distributed`` from Keras's environment):
     SIGTERM to the second in its wait after step 1, both stop at step 2 (they agree after
     every step); both started again run to the end. Their exit statuses, error lines and
     weights against :func:`data_parallel`'s one device."""
     out = root / "multi_host"
-    stopped = _hosts(out, pause_at=1)
+    stopped = _hosts(forks, out, pause_at=1)
     try:
         for line in stopped[1].stdout:
             if line.startswith("PAUSED"):
@@ -189,7 +188,7 @@ def multi_host(root):
         for process in stopped:
             if process.poll() is None:
                 process.kill()
-    resumed = _hosts(out)
+    resumed = _hosts(forks, out)
     again = [process.communicate(timeout=600) for process in resumed]
     report = {"stderr": [err[-1500:] for _, err in ends + again]}
     if not all((out / f"weights{i}.npz").is_file() for i in range(2)):
@@ -236,17 +235,27 @@ def refusals(root):
     return out
 
 
-def start(root):
-    """The killed run: tests/faults.py's tiny run in a process of its own, started first so
-    that it runs beside the rest (and compiles its training step for the reference run,
-    through the persistent compilation cache: the same XLA flags, two devices too)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.faults", "train", Path(root) / "killed", "--trace",
-         "--kill-at", KILL_AT],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def processes(root):
+    """The fork server of this run's other processes (a context manager: leaving it kills
+    what still runs and waits for the server, so their CPU time counts for this process)."""
+    from tests.training.forks import Forks
+
+    (Path(root) / "forks").mkdir(parents=True, exist_ok=True)
+    return Forks(Path(root) / "forks")
 
 
-def finish(root, victim):
+def start(root, forks):
+    """The killed run: tests/faults.py's tiny run in a process of its own (forked by
+    ``forks``), started first so that it runs beside the rest (and compiles its training
+    step for the reference run, through the persistent compilation cache: the same XLA
+    flags, two devices too)."""
+    import os
+
+    return forks.start(["train", Path(root) / "killed", "--trace", "--kill-at", KILL_AT],
+                       dict(os.environ), module="tests.faults")
+
+
+def finish(root, victim, forks):
     """Every part but the killed run (``victim``, from :func:`start`), then the fault point;
     writes ``root/report.json``."""
     import keras
@@ -258,15 +267,13 @@ def finish(root, victim):
     killed = root / "killed"
     report, cpu = {}, {}
     try:
-        for part in (refusals, commands, data_parallel, multi_host):
+        parts = {"refusals": refusals, "commands": commands, "data_parallel": data_parallel,
+                 "multi_host": lambda root: multi_host(root, forks)}
+        for name, part in parts.items():
             start = cpu_seconds()
-            report[part.__name__] = part(root)
-            cpu[part.__name__] = round(cpu_seconds() - start, 1)
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            report[name] = part(root)
+            cpu[name] = round(cpu_seconds() - start, 1)
         stdout, _ = victim.communicate(timeout=900)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu["killed_run"] = round(after.ru_utime + after.ru_stime - children.ru_utime
-                                  - children.ru_stime, 1)
     finally:
         if victim.poll() is None:
             victim.kill()
@@ -277,8 +284,8 @@ def finish(root, victim):
     start = cpu_seconds()
     report["fault"]["resume"] = list(faults.resume([reference, killed]))
     cpu["fault"] = round(cpu_seconds() - start, 1)
-    # What each part cost this process (user + system, all threads), and the killed run
-    # its own process.
+    # What each part cost this process (user + system, all threads); the forked processes
+    # count for the fork server, once it ends.
     report["cpu_seconds"] = cpu
     report["fault"]["identical"] = faults.same_weights(killed, reference) and (
         faults._validation_results(killed) == faults._validation_results(reference))
@@ -288,7 +295,8 @@ def finish(root, victim):
 def main(argv):
     if argv[0] == "host":
         return host(Path(argv[1]), int(argv[2]))
-    finish(argv[0], start(argv[0]))
+    with processes(argv[0]) as forks:
+        finish(argv[0], start(argv[0], forks), forks)
     return 0
 
 
