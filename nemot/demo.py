@@ -223,6 +223,10 @@ def main(argv=None):
     parser.add_argument("--fast", action="store_true",
                         default=os.environ.get("NEMOT_DEMO_FAST", "") not in ("", "0"))
     args = parser.parse_args(argv)
+    if argv is None:  # `make demo`: this process ends with the demo
+        from nemot import console
+
+        console.end_without_collecting()
     sizes = FAST if args.fast else FULL
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)

@@ -46,8 +46,12 @@ def pytest_configure(config):
                                                             None):
         import nemot  # noqa: F401  (first: TensorFlow then loads without its start-up notices)
         import tensorflow as tf
+        from nemot import console
 
         tf.config.optimizer.set_experimental_options(NO_GRAPPLER)
+        # The worker's process ends with its last test: no last garbage collection of what
+        # its tests left (seconds, with TensorFlow loaded and hundreds of models built).
+        console.end_without_collecting()
 
 
 # What TensorFlow prints as it loads on a machine without a GPU driver, unless

@@ -436,4 +436,7 @@ def main(out, runs=None):
 
 
 if __name__ == "__main__":
+    from nemot import console
+
+    console.end_without_collecting()  # the process ends with it
     sys.exit(main(*sys.argv[1:3]))

@@ -194,4 +194,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from nemot import console
+
+    console.end_without_collecting()  # the process ends with it
     sys.exit(main())

@@ -22,6 +22,7 @@ children counts for it (the suite's CPU seconds per test, tests/conftest.py) as 
 own subprocesses does.
 """
 
+import gc
 import importlib
 import json
 import os
@@ -76,6 +77,9 @@ def _child(request, reply):
         os.close(target)
     os.environ.clear()
     os.environ.update(request["env"])
+    from nemot import console
+
+    console.end_without_collecting()
     module = request.get("module", "tests.training.worker")
     sys.argv = [f"-m {module}", *request["argv"]]
     for number in (signal.SIGTERM, signal.SIGCHLD):
@@ -88,6 +92,10 @@ def _child(request, reply):
 
 def serve():
     _preload()
+    # What every child shares, out of the garbage collector's sight: no child's collection
+    # touches (and so copies) those pages, and a child ends without walking them
+    # (nemot.console.end_without_collecting, which each child also calls).
+    gc.freeze()
     reply = os.dup(1)
     children, pending, closing = set(), b"", False
     while not (closing and not children):

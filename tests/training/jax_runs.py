@@ -301,4 +301,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    from nemot import console
+
+    console.end_without_collecting()  # the process ends with it
     sys.exit(main(sys.argv[1:]))
