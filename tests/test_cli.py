@@ -388,6 +388,30 @@ print(os.environ["TF_CPP_MIN_LOG_LEVEL"])
     assert result.stdout == "0\n"
 
 
+@pytest.mark.parametrize("argv, collected", [(None, False), (["--version"], True)])
+def test_a_command_line_ends_without_a_last_garbage_collection(argv, collected):
+    """``nemot`` reading its process's command line skips the interpreter's last collection
+    (nemot.console.end_without_collecting); called from Python with its arguments, the
+    process collects at its end as any does. Shown by a cycle left for that collection."""
+    code = f"""
+import gc, sys
+gc.disable()
+class Cycle:
+    def __del__(self):
+        print("collected", flush=True)
+cycle = Cycle()
+cycle.self = cycle
+del cycle
+sys.argv = ["nemot", "--version"]
+from nemot import cli
+cli.main({argv!r})
+"""
+    result = _python(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == [f"nemot {nemot.__version__}"] + (
+        ["collected"] if collected else [])
+
+
 def test_describe_turns_a_docstring_into_help():
     help_kwargs = console.describe(
         "``nemot x``: does :mod:`nemot.x` things.\n\nExamples::\n\n    nemot x --a 1\n")
