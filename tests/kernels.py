@@ -103,9 +103,9 @@ def serve(path):
                 connection, _ = listener.accept()
                 request, fds = _receive(connection)
                 pid = os.fork()
-                if pid == 0:
-                    listener.close()
-                    connection.close()
+                if pid == 0:  # the kernel keeps no copy of the server's sockets
+                    for held in (listener, connection, *kernels.values()):
+                        held.close()
                     _kernel(request, fds)
                 for fd in fds:
                     os.close(fd)
