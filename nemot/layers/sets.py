@@ -92,6 +92,16 @@ class _ConfiguredLayer(keras.layers.Layer):
             new_caches.append(layer_cache)
         return x, (None if cache is None else ops.stack(new_caches, axis=1))
 
+    def compute_output_spec(self, x, *args, cache=None, **kwargs):
+        """What a call returns, for Keras's symbolic calls (a functional graph): the set's
+        layers are built in ``build``, so nothing is traced to know it (a tiny NeMoT's
+        graph: half its construction time)."""
+        return self._output_spec(x.shape, cache)
+
+    def _output_spec(self, shape, cache):
+        out = keras.KerasTensor(shape, dtype=self.compute_dtype)
+        return out if cache is None else (out, cache)
+
     def get_config(self):
         config = super().get_config()
         config["config"] = self.config.to_dict()
@@ -172,6 +182,9 @@ class VanillaSet(_ConfiguredLayer):
         x = self.layer_norm(x)
         return x if cache is None else (x, cache)
 
+    def compute_output_spec(self, text_ids, *args, cache=None, **kwargs):
+        return self._output_spec((*text_ids.shape, self.config.d_model), cache)
+
 
 @keras.saving.register_keras_serializable(package="nemot")
 class NeuromodulatorySet(_ConfiguredLayer):
@@ -193,7 +206,6 @@ class NeuromodulatorySet(_ConfiguredLayer):
                                    cache_update_index, training, conditioning,
                                    drop.draw_seed(self.seed_generator, training))
         return x if cache is None else (x, cache)
-
 
 @keras.saving.register_keras_serializable(package="nemot")
 class OutputBlock(_ConfiguredLayer):

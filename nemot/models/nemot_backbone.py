@@ -104,6 +104,18 @@ class TextToTextInputs(keras.layers.Layer):
                                         ops.shape(text_ids)[1], vocab.NUM_AUX, with_aux=True)
         return aux_ids, text_ids, text_mask, nm_mask
 
+    def compute_output_spec(self, token_ids):
+        """The shapes of :meth:`call`'s results, with its checks of a symbolic input's
+        shape, without tracing it (Keras's symbolic calls: the functional graph)."""
+        self.check_rank(token_ids.shape)
+        batch, length = token_ids.shape
+        n = None if length is None else length - vocab.NUM_AUX
+        self.check_text_length(n)
+        return (keras.KerasTensor((batch, vocab.NUM_AUX), "int32"),
+                keras.KerasTensor((batch, n), "int32"),
+                keras.KerasTensor((batch, n, n), "bool"),
+                keras.KerasTensor((batch, length, length), "bool"))
+
     def check_aux_tokens(self, aux_ids, where="token_ids", modes=vocab.MODES):
         """A clear error for a mode or task token this model cannot serve (eager values;
         inside a traced function the data pipelines have checked every example)."""
