@@ -81,6 +81,11 @@ class NeMoTConfig:
             the device has a fused kernel, :func:`nemot.backend.has_fused_attention`).
             Attention with probability dropout in training (the vanilla set's 0.1) is
             always unfused.
+        remat_layers: recompute each transformer layer's forward pass in the backward
+            pass instead of keeping its activations (``keras.remat``: ``jax.checkpoint``
+            on JAX, ``tf.recompute_grad`` on TensorFlow): less memory for about one more
+            forward pass per step; outputs and gradients unchanged (dropout included).
+            Not in the thesis.
         modulation: per-layer modulations (:class:`nemot.modulation.ModulationSpec`,
             or their dicts) hosted by the vanilla, neuromodulatory or output set:
             PALs, HyperGrid, modulated activations (none in the thesis).
@@ -115,6 +120,7 @@ class NeMoTConfig:
     compat_aoi_bias: bool = False
     compat_tag_words_alone: bool = False
     attention_implementation: str = "auto"
+    remat_layers: bool = False
     modulation: tuple = ()
 
     def __post_init__(self):

@@ -12,7 +12,9 @@ tests/layers/attention_cases.py), a padded vocabulary against the unpadded model
 (tests/models/test_vocab_padding.py), the tiny preset's golden logits
 (tests/models/test_golden.py), the lean loss and the dropout masks (both JAX generators)
 match their TensorFlow-tested properties; the output set's loop over its blocks' stacked
-weights gives the logits and gradients of a branch per block; the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
+weights gives the logits and gradients of a branch per block, and a model recomputing
+each layer in the backward pass (``remat_layers``) those of one keeping its activations;
+the block update guard under ``keras.distribution.DataParallel`` on two CPU devices
 (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set by the caller).
 
 Compiling is most of the cost, so one model serves several checks where they do not
@@ -201,9 +203,6 @@ def stacked_output_blocks(nemot):
     """The output set's loop over its blocks' stacked weights against a branch per block:
     logits and gradients of a training call (dropout on; the batch selects two blocks of
     three, so the third's gradient is zero), and whether the loop ran."""
-    import jax
-    from keras import ops
-
     from nemot import config, vocab
     from nemot.layers import sets
 
@@ -217,12 +216,6 @@ def stacked_output_blocks(nemot):
         [np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(t)] for t in tasks],
                   "int32"), text], 1)}
     weights = np.random.default_rng(3).normal(size=(3, 8, cfg.vocab_size)).astype("float32")
-    non_trainable = [v.value for v in model.non_trainable_variables]
-
-    def loss(trainable):
-        outputs, _ = model.stateless_call(trainable, non_trainable, ids, training=True)
-        return ops.sum(ops.cast(outputs["logits"], "float32") * weights), outputs["logits"]
-
     stacked_calls = []
     call_stacked = sets.OutputSet._call_stacked
 
@@ -235,21 +228,59 @@ def stacked_output_blocks(nemot):
         sets.OutputSet._call_stacked = counted
         model.backbone.output_set.stack_blocks = stacked
         try:
-            grad, logits = jax.jit(jax.grad(loss, has_aux=True))(
-                [v.value for v in model.trainable_variables])
+            results.append(training_gradients(model, ids, weights))
         finally:
             sets.OutputSet._call_stacked = call_stacked
-        results.append((np.asarray(logits), [np.asarray(g) for g in grad]))
     names = [v.path for v in model.trainable_variables]
     unused = f"block_{cfg.output_blocks[2]}/"
-    (a, ga), (b, gb) = results
-    return {"stacked_calls": len(stacked_calls),
-            "logits": float(np.abs(a - b).max()), "largest_logit": float(np.abs(a).max()),
-            "gradient": max(float(np.abs(x - y).max()) for x, y in zip(ga, gb)),
-            "largest_gradient": max(float(np.abs(x).max()) for x in ga),
+    ga = results[0][1]
+    return {"stacked_calls": len(stacked_calls), **differences(*results),
             "unselected_block_gradient": max(float(np.abs(g).max())
                                              for g, name in zip(ga, names) if unused in name),
             "unselected_block_variables": sum(unused in name for name in names)}
+
+
+def training_gradients(model, ids, weights):
+    """The logits of a jitted training call (dropout on) and the gradients of
+    ``sum(logits * weights)`` with respect to the trainable variables."""
+    import jax
+    from keras import ops
+
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    def loss(trainable):
+        outputs, _ = model.stateless_call(trainable, non_trainable, ids, training=True)
+        return ops.sum(ops.cast(outputs["logits"], "float32") * weights), outputs["logits"]
+
+    grad, logits = jax.jit(jax.grad(loss, has_aux=True))(
+        [v.value for v in model.trainable_variables])
+    return np.asarray(logits), [np.asarray(g) for g in grad]
+
+
+def differences(first, second):
+    """The largest differences of two :func:`training_gradients`, with their scales."""
+    (a, ga), (b, gb) = first, second
+    return {"logits": float(np.abs(a - b).max()), "largest_logit": float(np.abs(a).max()),
+            "gradient": max(float(np.abs(x - y).max()) for x, y in zip(ga, gb)),
+            "largest_gradient": max(float(np.abs(x).max()) for x in ga)}
+
+
+def recomputed_layers(nemot):
+    """``remat_layers`` (``jax.checkpoint`` around each transformer layer) against the
+    model without it, same weights and dropout generator states: logits and gradients
+    of a training call, dropout on."""
+    from nemot import vocab
+
+    cfg = nemot.NeMoTConfig.preset("tiny").replace(
+        num_vanilla_layers=2, num_nm_layers=1, output_blocks=("lm", "gqa"), max_text_length=8)
+    plain, recomputing = (nemot.build_model(cfg.replace(remat_layers=on)) for on in (False, True))
+    for mine, theirs in zip(recomputing.variables, plain.variables):
+        mine.assign(theirs)
+    text = np.random.default_rng(4).integers(0, 1000, (2, 8)).astype("int32")
+    aux = [[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(t)] for t in ("lm", "gqa")]
+    ids = {"token_ids": np.concatenate([np.array(aux, "int32"), text], 1)}
+    weights = np.random.default_rng(5).normal(size=(2, 8, cfg.vocab_size)).astype("float32")
+    return differences(*(training_gradients(m, ids, weights) for m in (plain, recomputing)))
 
 
 def ngt_fit():
@@ -400,7 +431,8 @@ def models(out):
     report["dropout"] = dropout_rates()
     spent("golden_attention_loss_dropout")
     report["stacked_output_blocks"] = stacked_output_blocks(nemot)
-    spent("stacked_output_blocks")
+    report["recomputed_layers"] = recomputed_layers(nemot)
+    spent("stacked_output_blocks_and_recomputed_layers")
     report["cpu_seconds"] = cpu
     with open(out, "w") as handle:
         json.dump(report, handle)

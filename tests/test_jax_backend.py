@@ -149,6 +149,15 @@ def test_output_blocks_as_one_loop_give_the_logits_and_gradients_of_a_branch_eac
     assert stacked["unselected_block_gradient"] == 0
 
 
+def test_recomputed_layers_give_the_same_logits_and_gradients(report):
+    """``remat_layers`` (``jax.checkpoint`` around each transformer layer), dropout on:
+    the model's logits and gradients to round-off (TensorFlow's in tests/models)."""
+    recomputed = report["recomputed_layers"]
+    assert recomputed["logits"] <= 1e-5 * recomputed["largest_logit"]
+    assert recomputed["gradient"] <= 1e-5 * recomputed["largest_gradient"]
+    assert recomputed["largest_gradient"] > 0
+
+
 def test_block_updates_and_masks_under_data_parallel(report):
     check_block_updates(report["routing"])
     check_replica_masks(report["routing"])

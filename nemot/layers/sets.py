@@ -78,10 +78,20 @@ class _ConfiguredLayer(keras.layers.Layer):
             layers.append(layer)
         return layers
 
-    @staticmethod
-    def _run_stack(layers, x, attention_mask, cache, cache_update_index, training,
+    def _run_stack(self, layers, x, attention_mask, cache, cache_update_index, training,
                    conditioning=None, dropout_seed=None):
-        """The layers in order; layer i's dropout seed is ``dropout_seed`` salted with i."""
+        """The layers in order; layer i's dropout seed is ``dropout_seed`` salted with i.
+        With the config's ``remat_layers`` (and no cache), each layer's forward pass is
+        recomputed in the backward pass (``keras.remat``; its dropout seed is an input,
+        so the recomputation draws the same masks)."""
+        if cache is None and self.config.remat_layers:
+            for i, layer in enumerate(layers):
+                def run(x, layer=layer, seed=drop.salted(dropout_seed, i)):
+                    return layer(x, attention_mask, training=training,
+                                 conditioning=conditioning, dropout_seed=seed)[0]
+
+                x = keras.remat(run)(x)
+            return x, None
         new_caches = []
         for i, layer in enumerate(layers):
             layer_cache = None if cache is None else cache[:, i]
