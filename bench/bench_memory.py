@@ -45,6 +45,7 @@ MODELS = ("nemot", "nemot_remat", "keras_hub_gpt2", "keras_hub_gpt2_remat")
 REFERENCES = {"nemot": "keras_hub_gpt2", "nemot_remat": "keras_hub_gpt2_remat"}
 POLICIES = ("float32", "mixed_bfloat16")
 EXTRAPOLATED = (16, 32)
+DEVICE_GB = (24, 40, 80)
 GIB = 2 ** 30
 
 
@@ -115,7 +116,8 @@ def in_child(name, policy, batch, tiny):
 
 def summarize(rows, batches):
     """Per model and policy: GiB at each batch, the activations per example (the slope of
-    the temporaries) and the peaks extrapolated to :data:`EXTRAPOLATED`."""
+    the temporaries), the peaks extrapolated to :data:`EXTRAPOLATED` and the largest
+    batch that fits in :data:`DEVICE_GB` gigabytes."""
     low, high = batches[0], batches[-1]
     first, last = rows[str(low)]["bytes"], rows[str(high)]["bytes"]
     per_example = (last["temporaries"] - first["temporaries"]) / (high - low)
@@ -126,6 +128,9 @@ def summarize(rows, batches):
            "peak_gib": {str(b): round(rows[str(b)]["bytes"]["peak"] / GIB, 2) for b in batches}}
     out["peak_gib_extrapolated"] = {str(b): round((fixed + per_example * b) / GIB, 2)
                                     for b in EXTRAPOLATED if b > high}
+    # The largest batch whose peak (along the same line) fits in a device of each size.
+    out["largest_batch_fitting"] = {f"{gb}GB": int((gb * 1e9 - fixed) // per_example)
+                                    for gb in DEVICE_GB}
     return out
 
 

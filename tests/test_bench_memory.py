@@ -24,6 +24,8 @@ def test_the_slope_of_the_temporaries_is_the_activations_per_example():
     assert summary["weights_gib"] == 1 and summary["optimizer_gib"] == 2
     assert summary["peak_gib"] == {"1": 5.0, "8": 8.5}
     assert summary["peak_gib_extrapolated"] == {"16": 12.5, "32": 20.5}
+    # 4.5 GiB and 0.5 GiB per example: 24 GB (22.35 GiB) hold 35 examples, not 36.
+    assert summary["largest_batch_fitting"] == {"24GB": 35, "40GB": 65, "80GB": 140}
 
 
 def test_only_batches_beyond_those_compiled_are_extrapolated():
