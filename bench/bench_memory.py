@@ -86,9 +86,9 @@ def child(name, policy, batch, tiny):
 
 def recompute_decoder_layers(model):
     """``GPT2Backbone``'s decoder layers recomputed in the backward pass, as NeMoT's with
-    ``remat_layers``: ``keras.remat`` of each layer's call on its input, the other
-    arguments held fixed. (``keras.RematScope`` would pass ``training`` through
-    ``jax.checkpoint`` as an array, which the layers cannot branch on.)"""
+    ``remat_layers``: ``keras.remat`` (``jax.checkpoint``) of each layer's call on its
+    input, the other arguments held fixed. (``keras.RematScope`` would pass ``training``
+    through ``jax.checkpoint`` as an array, which the layers cannot branch on.)"""
     import keras
     import keras_hub
 

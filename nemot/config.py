@@ -82,10 +82,10 @@ class NeMoTConfig:
             Attention with probability dropout in training (the vanilla set's 0.1) is
             always unfused.
         remat_layers: recompute each transformer layer's forward pass in the backward
-            pass instead of keeping its activations (``keras.remat``: ``jax.checkpoint``
-            on JAX, ``tf.recompute_grad`` on TensorFlow): less memory for about one more
-            forward pass per step; outputs and gradients unchanged (dropout included).
-            Not in the thesis.
+            pass instead of keeping its activations (``jax.checkpoint``; JAX only: a
+            TensorFlow model refuses it, as ``tf.recompute_grad`` fails inside the output
+            set's branches under XLA): about one more forward pass per step; outputs and
+            gradients unchanged (dropout included). Not in the thesis.
         modulation: per-layer modulations (:class:`nemot.modulation.ModulationSpec`,
             or their dicts) hosted by the vanilla, neuromodulatory or output set:
             PALs, HyperGrid, modulated activations (none in the thesis).

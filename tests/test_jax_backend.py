@@ -151,7 +151,8 @@ def test_output_blocks_as_one_loop_give_the_logits_and_gradients_of_a_branch_eac
 
 def test_recomputed_layers_give_the_same_logits_and_gradients(report):
     """``remat_layers`` (``jax.checkpoint`` around each transformer layer), dropout on:
-    the model's logits and gradients to round-off (TensorFlow's in tests/models)."""
+    the model's logits and gradients to round-off (TensorFlow refuses the switch,
+    tests/models/test_nemot.py)."""
     recomputed = report["recomputed_layers"]
     assert recomputed["logits"] <= 1e-5 * recomputed["largest_logit"]
     assert recomputed["gradient"] <= 1e-5 * recomputed["largest_gradient"]

@@ -43,6 +43,11 @@ class _ConfiguredLayer(keras.layers.Layer):
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         self.config = as_config(config)
+        if self.config.remat_layers and backend.name() != "jax":
+            raise ValueError(
+                "model.remat_layers = true recomputes layers with jax.checkpoint: run with "
+                "KERAS_BACKEND=jax, or set model.remat_layers = false (TensorFlow's "
+                "tf.recompute_grad fails inside the output set's branches under XLA)")
         self.seed_generator = drop.seed_generator(self._has_dropout())
 
     def _has_dropout(self):
@@ -82,7 +87,7 @@ class _ConfiguredLayer(keras.layers.Layer):
                    conditioning=None, dropout_seed=None):
         """The layers in order; layer i's dropout seed is ``dropout_seed`` salted with i.
         With the config's ``remat_layers`` (and no cache), each layer's forward pass is
-        recomputed in the backward pass (``keras.remat``; its dropout seed is an input,
+        recomputed in the backward pass (``jax.checkpoint``; its dropout seed is an input,
         so the recomputation draws the same masks)."""
         if cache is None and self.config.remat_layers:
             for i, layer in enumerate(layers):
@@ -90,7 +95,7 @@ class _ConfiguredLayer(keras.layers.Layer):
                     return layer(x, attention_mask, training=training,
                                  conditioning=conditioning, dropout_seed=seed)[0]
 
-                x = keras.remat(run)(x)
+                x = backend.recomputed(run)(x)
             return x, None
         new_caches = []
         for i, layer in enumerate(layers):
