@@ -19,6 +19,8 @@ TensorFlow), Adam, at batch 16 and 32 of 3 + 768 tokens (text 768):
 - ``nemot_trainer`` (only when named in ``--models``): the ``nemot`` model trained by
   the trainer (``nemot.training.loop.run``: its callbacks and an epoch-end checkpoint)
   on the same batch, timed between batch ends.
+- ``nemot_remat`` (only when named): the ``nemot`` model with ``remat_layers = true``
+  (each transformer layer recomputed in the backward pass; JAX only).
 - ``nemot_branches`` (only when named): the ``nemot`` model with its output blocks as
   a branch each instead of one loop over their stacked weights (``OutputSet.stack_blocks
   = False``).
@@ -60,9 +62,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2", "nemot_trainer",
-                "nemot_branches")
+                "nemot_branches", "nemot_remat")
 # What runs without --models: nemot_trainer (the nemot model's step through
-# nemot.training.loop.run) and nemot_branches (a branch per output block) on request only.
+# nemot.training.loop.run), nemot_branches (a branch per output block) and nemot_remat
+# (layers recomputed in the backward pass) on request only.
 DEFAULT_TRAIN_MODELS = TRAIN_MODELS[:4]
 DECODE_MODELS = ("nemot", "gpt2_baseline", "keras_hub_gpt2")
 # What --profile traces: the model of the targets and its reference.
@@ -170,6 +173,8 @@ def build_train_model(name, cfg):
 
     depth = cfg.num_vanilla_layers + cfg.num_nm_layers + cfg.num_output_layers
     if name.startswith("nemot"):
+        if name == "nemot_remat":
+            cfg = cfg.replace(remat_layers=True)
         model = nemot.build_model(cfg, preprocessor=None)
         if name == "nemot_branches":
             model.backbone.output_set.stack_blocks = False
@@ -504,7 +509,7 @@ def ratios(train):
                 out[f"{name}_vs_keras_hub_gpt2@{batch}"] = round(
                     row["step_seconds"] / reference[batch]["step_seconds"], 3)
     fit = train.get("nemot", {})
-    for name in ("nemot_trainer", "nemot_branches"):
+    for name in ("nemot_trainer", "nemot_branches", "nemot_remat"):
         for batch, row in train.get(name, {}).items():
             if "step_seconds" in row and "step_seconds" in fit.get(batch, {}):
                 out[f"{name}_vs_nemot@{batch}"] = round(
