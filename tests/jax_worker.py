@@ -202,7 +202,9 @@ def dropout_rates():
 def stacked_output_blocks(nemot):
     """The output set's loop over its blocks' stacked weights against a branch per block:
     logits and gradients of a training call (dropout on; the batch selects two blocks of
-    three, so the third's gradient is zero), and whether the loop ran."""
+    three, so the third's gradient is zero), and whether the loop ran; then the loop's
+    against the same model recomputing each layer in the backward pass
+    (``remat_layers``). Returns the two comparisons."""
     from nemot import config, vocab
     from nemot.layers import sets
 
@@ -234,10 +236,16 @@ def stacked_output_blocks(nemot):
     names = [v.path for v in model.trainable_variables]
     unused = f"block_{cfg.output_blocks[2]}/"
     ga = results[0][1]
-    return {"stacked_calls": len(stacked_calls), **differences(*results),
-            "unselected_block_gradient": max(float(np.abs(g).max())
-                                             for g, name in zip(ga, names) if unused in name),
-            "unselected_block_variables": sum(unused in name for name in names)}
+    stacked = {"stacked_calls": len(stacked_calls), **differences(*results),
+               "unselected_block_gradient": max(float(np.abs(g).max())
+                                                for g, name in zip(ga, names) if unused in name),
+               "unselected_block_variables": sum(unused in name for name in names)}
+    # The same model recomputing each layer in the backward pass (remat_layers), with the
+    # same weights and dropout generator states, against the loop's logits and gradients.
+    recomputing = nemot.build_model(cfg.replace(remat_layers=True))
+    for mine, theirs in zip(recomputing.variables, model.variables):
+        mine.assign(theirs)
+    return stacked, differences(results[0], training_gradients(recomputing, ids, weights))
 
 
 def training_gradients(model, ids, weights):
@@ -263,24 +271,6 @@ def differences(first, second):
     return {"logits": float(np.abs(a - b).max()), "largest_logit": float(np.abs(a).max()),
             "gradient": max(float(np.abs(x - y).max()) for x, y in zip(ga, gb)),
             "largest_gradient": max(float(np.abs(x).max()) for x in ga)}
-
-
-def recomputed_layers(nemot):
-    """``remat_layers`` (``jax.checkpoint`` around each transformer layer) against the
-    model without it, same weights and dropout generator states: logits and gradients
-    of a training call, dropout on."""
-    from nemot import vocab
-
-    cfg = nemot.NeMoTConfig.preset("tiny").replace(
-        num_vanilla_layers=2, num_nm_layers=1, output_blocks=("lm", "gqa"), max_text_length=8)
-    plain, recomputing = (nemot.build_model(cfg.replace(remat_layers=on)) for on in (False, True))
-    for mine, theirs in zip(recomputing.variables, plain.variables):
-        mine.assign(theirs)
-    text = np.random.default_rng(4).integers(0, 1000, (2, 8)).astype("int32")
-    aux = [[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(t)] for t in ("lm", "gqa")]
-    ids = {"token_ids": np.concatenate([np.array(aux, "int32"), text], 1)}
-    weights = np.random.default_rng(5).normal(size=(2, 8, cfg.vocab_size)).astype("float32")
-    return differences(*(training_gradients(m, ids, weights) for m in (plain, recomputing)))
 
 
 def ngt_fit():
@@ -430,8 +420,7 @@ def models(out):
     report["loss_relative_difference"] = loss_difference(vocab)
     report["dropout"] = dropout_rates()
     spent("golden_attention_loss_dropout")
-    report["stacked_output_blocks"] = stacked_output_blocks(nemot)
-    report["recomputed_layers"] = recomputed_layers(nemot)
+    report["stacked_output_blocks"], report["recomputed_layers"] = stacked_output_blocks(nemot)
     spent("stacked_output_blocks_and_recomputed_layers")
     report["cpu_seconds"] = cpu
     with open(out, "w") as handle:
