@@ -89,21 +89,16 @@ class _ConfiguredLayer(keras.layers.Layer):
         With the config's ``remat_layers`` (and no cache), each layer's forward pass is
         recomputed in the backward pass (``jax.checkpoint``; its dropout seed is an input,
         so the recomputation draws the same masks)."""
-        if cache is None and self.config.remat_layers:
-            for i, layer in enumerate(layers):
-                def run(x, layer=layer, seed=drop.salted(dropout_seed, i)):
-                    return layer(x, attention_mask, training=training,
-                                 conditioning=conditioning, dropout_seed=seed)[0]
-
-                x = backend.recomputed(run)(x)
-            return x, None
+        recompute = cache is None and self.config.remat_layers
         new_caches = []
         for i, layer in enumerate(layers):
-            layer_cache = None if cache is None else cache[:, i]
-            x, layer_cache = layer(x, attention_mask, cache=layer_cache,
-                                   cache_update_index=cache_update_index, training=training,
-                                   conditioning=conditioning,
-                                   dropout_seed=drop.salted(dropout_seed, i))
+            def run(x, layer=layer, layer_cache=None if cache is None else cache[:, i],
+                    seed=drop.salted(dropout_seed, i)):
+                return layer(x, attention_mask, cache=layer_cache,
+                             cache_update_index=cache_update_index, training=training,
+                             conditioning=conditioning, dropout_seed=seed)
+
+            x, layer_cache = (backend.recomputed(run) if recompute else run)(x)
             new_caches.append(layer_cache)
         return x, (None if cache is None else ops.stack(new_caches, axis=1))
 
@@ -221,6 +216,7 @@ class NeuromodulatorySet(_ConfiguredLayer):
                                    cache_update_index, training, conditioning,
                                    drop.draw_seed(self.seed_generator, training))
         return x if cache is None else (x, cache)
+
 
 @keras.saving.register_keras_serializable(package="nemot")
 class OutputBlock(_ConfiguredLayer):
