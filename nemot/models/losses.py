@@ -14,7 +14,9 @@ its own count of target tokens over the **global** batch: under a
 ``tf.distribute`` strategy the counts are all-reduced, so the loss and the
 (summed) gradients equal single-device training on the same global batch (on
 JAX, ``keras.distribution`` computes the loss on the global batch already).
-Targets equal to ``nemot.vocab.IGNORE_ID`` do not count.
+Targets equal to ``nemot.vocab.IGNORE_ID`` do not count. Under gradient accumulation
+each micro-batch divides by k-th of the whole batch's counts, which it carries
+(:mod:`nemot.training.accumulation`).
 
 The loss lives with the task models (as KerasHub keeps a task's default loss with
 the task): ``model.compile(optimizer)`` uses the task's ``default_loss``.
@@ -25,6 +27,12 @@ from keras import ops
 
 from nemot import backend, vocab
 from nemot.backend import global_sum, replica_context
+
+
+def share_key(targets):
+    """``y``'s key, under gradient accumulation, of each example's share of the whole
+    batch's count of ``targets`` (``task_targets_share``; nemot.training.accumulation)."""
+    return f"{targets}_share"
 
 
 def lean_cross_entropy(targets, logits):
@@ -117,6 +125,11 @@ class NeMoTLoss(keras.losses.Loss):
                 raise ValueError(f"loss term {term!r} needs model output {logit_key!r} "
                                  "(build the model with vanilla_head=True)")
             total, count = masked_cross_entropy(y[target_key], y_pred[logit_key])
+            share = share_key(target_key)
+            if share in y:
+                # Gradient accumulation: the count over the whole batch, k-th of it per
+                # micro-batch (nemot.training.accumulation).
+                count = ops.sum(ops.cast(y[share], "float32"))
             result[term] = (weight, total / ops.maximum(global_sum(count), 1.0))
         return result
 

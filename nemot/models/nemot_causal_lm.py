@@ -17,7 +17,7 @@ from nemot import vocab
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.heads import vocabulary_head
 from nemot.models.nemot_backbone import NeMoTBackbone
-from nemot.models.routing import masked_train_step
+from nemot.models.routing import BATCH_TASKS, masked_train_step
 from nemot.models.task import TextToTextCausalLM
 from nemot.models.weights import count_weights, transfer_weights
 
@@ -85,9 +85,13 @@ class NeMoTCausalLM(TextToTextCausalLM):
     def train_step(self, *args):
         """Keras's train step (``(data)``, or ``(state, data)`` on JAX) with the routing
         rule: the blocks no example of the (global) batch selects keep weights and slots."""
-        x, _, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
+        x, y, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
         self.backbone.inputs_layer.check_rank(x["token_ids"].shape)
         tasks = ops.cast(x["token_ids"], "int32")[:, vocab.TASK_POSITION]
+        if isinstance(y, dict) and BATCH_TASKS in y:
+            # Gradient accumulation: the blocks of every micro-batch of the update.
+            tasks = ops.concatenate([tasks, ops.reshape(ops.cast(y[BATCH_TASKS], "int32"),
+                                                        [-1])])
         selected = ops.any(self.backbone.output_set.selection(tasks), axis=0)
         blocks = [block.trainable_variables
                   for block in self.backbone.output_set.blocks.values()]

@@ -21,6 +21,10 @@ from nemot import backend
 from nemot.backend import global_sum
 from nemot.keras_internals import optimizer_slots
 
+# ``y``'s key, under gradient accumulation, of the task tokens of the whole batch that each
+# micro-batch carries (nemot.training.accumulation): the rule reads the whole batch.
+BATCH_TASKS = "batch_task_tokens"
+
 
 def _guarded(model, blocks):
     """``[(block index, variable)]``: the blocks' trainable variables and their slots."""

@@ -71,9 +71,10 @@ def seed_states(model):
 
 
 def host_array(variable):
-    """A variable's value as numpy on this host: under JAX across several hosts, the
-    part this host holds (the variables are replicated, so any part is the whole)."""
-    value = variable.value
+    """A variable's value (or a tensor, e.g. the update count of an accumulating optimizer)
+    as numpy on this host: under JAX across several hosts, the part this host holds (the
+    variables are replicated, so any part is the whole)."""
+    value = getattr(variable, "value", variable)
     if getattr(value, "is_fully_addressable", True) is False:
         return np.asarray(value.addressable_data(0))
     # Through the Keras variable: a metric's sync-on-read variable under a TensorFlow

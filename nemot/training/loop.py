@@ -41,6 +41,7 @@ import keras
 
 from nemot import files
 from nemot.ranges import Count, NonNegativeInt, Verbosity
+from nemot.training import accumulation
 from nemot.training import distributed
 from nemot.training import callbacks as cb
 from nemot.training.checkpoints import TrainingCheckpoint
@@ -88,6 +89,10 @@ class TrainConfig:
         verbose: Keras progress bar (1), one line per epoch (2) or none (0).
         freeze: parameter groups kept fixed: attribute paths of layers from the model,
             e.g. ``("vanilla_set.token_embedding",)`` or ``("backbone",)``.
+        gradient_accumulation_steps: k > 1 runs each batch of ``batch_size`` as k
+            micro-batches and one update equal to the whole batch's
+            (:mod:`nemot.training.accumulation`); steps, epochs and checkpoints count
+            updates. The compiled optimizer must accumulate as many.
     """
 
     batch_size: Count = 32
@@ -107,7 +112,7 @@ class TrainConfig:
     log_every: Count = 100
     verbose: Verbosity = 1
     freeze: tuple = ()
-
+    gradient_accumulation_steps: Count = 1
 
 
 
@@ -158,9 +163,20 @@ def freeze(model, paths):
         layer.trainable = False
 
 
-def _datasets(source, strategy, batch_size, start_batch):
-    """Train (from ``start_batch``) and validation datasets, distributed when needed."""
-    def distributed_or_plain(fn):
+def _datasets(source, strategy, batch_size, start_batch, micro=1):
+    """Train (from ``start_batch``) and validation datasets, distributed when needed;
+    ``micro`` > 1: each training batch as that many micro-batches, and the validation
+    batches of a micro-batch's size (as many examples)."""
+    replicas = strategy.num_replicas_in_sync
+    train_fn = functools.partial(source.train, start_batch)
+    validation_batches = source.validation_batches
+    if micro > 1:
+        accumulation.check_batch(batch_size, micro, replicas)
+        train_fn = accumulation.accumulated(
+            train_fn, micro, 1 if distributed.is_jax(strategy) else replicas)
+        validation_batches *= micro
+
+    def distributed_or_plain(fn, batch_size):
         if distributed.is_jax(strategy):
             # keras.distribution splits each host's batch over its devices.
             if batch_size % strategy.num_replicas_in_sync:
@@ -172,9 +188,10 @@ def _datasets(source, strategy, batch_size, start_batch):
             return fn(batch_size=batch_size, input_context=None)
         return distributed.distribute(strategy, fn, batch_size)
 
-    train = distributed_or_plain(functools.partial(source.train, start_batch))
+    train = distributed_or_plain(train_fn, batch_size)
     validation = source.validation and distributed_or_plain(
-        functools.partial(_limited, source.validation, source.validation_batches))
+        functools.partial(_limited, source.validation, validation_batches),
+        batch_size // micro)
     return train, validation
 
 
@@ -251,6 +268,13 @@ def _build(build_model, compile_model, train, strategy):
         freeze(model, train.freeze)
         if compile_model is not None:
             compile_model(model)
+    accumulating = getattr(model.optimizer, "inner_optimizer", model.optimizer)
+    accumulating = getattr(accumulating, "gradient_accumulation_steps", None) or 1
+    if accumulating != train.gradient_accumulation_steps:
+        raise ValueError(f"train.gradient_accumulation_steps = "
+                         f"{train.gradient_accumulation_steps}: the model's optimizer "
+                         f"accumulates {accumulating} (build it with "
+                         "gradient_accumulation_steps=k, or k = None for 1)")
     return model
 
 
@@ -283,6 +307,7 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
                                         keep=train.keep_checkpoints, is_chief=is_chief)
         step = checkpoint.restore()
     spe, epochs = train.steps_per_epoch or source.steps_per_epoch, train.epochs
+    micro = train.gradient_accumulation_steps
     if step:
         logger.info("resumed from step %d (checkpoint %s), data position: global batch %d of "
                     "the training stream (example %d at batch size %d), epoch %d at step %d "
@@ -297,14 +322,16 @@ def _run_locked(build_model, compile_model, source, train, out_dir, strategy, ex
     callbacks = [guard, cb.ResumedEpoch(checkpoint.epoch_metrics, step % spe), validation, saver,
                  cb.ScalarLogger(os.path.join(out_dir, "logs"), train.log_every,
                                  enabled=is_chief), preemption] + extra_callbacks
+    if micro > 1:  # every callback counts updates
+        callbacks = [accumulation.UpdateBoundaries(callbacks, micro)]
     history = {}
     # At most two segments: the rest of an interrupted epoch, then whole epochs.
     while step < spe * epochs and guard.failure is None:
         epoch = step // spe
         segment_end = epoch + 1 if step % spe else epochs
-        train_ds, val_ds = _datasets(source, strategy, train.batch_size, step)
+        train_ds, val_ds = _datasets(source, strategy, train.batch_size, step, micro)
         kwargs = dict(epochs=segment_end, initial_epoch=epoch,
-                      steps_per_epoch=spe - step % spe if step % spe else spe,
+                      steps_per_epoch=micro * (spe - step % spe if step % spe else spe),
                       validation_data=val_ds, callbacks=callbacks, verbose=train.verbose)
         # A DataError of the data (a malformed line...) is raised as itself.
         with python_errors(), contextlib.closing(preemption):

@@ -37,7 +37,7 @@ from nemot.data.tokenizer import Tokenizer
 from nemot.evaluation.scoring import score_examples  # noqa: F401  (re-exported)
 from nemot.models.registry import build
 from nemot.models.weights import IncompatibleWeights, load_pretrained
-from nemot.training import checkpoints, distributed, loop
+from nemot.training import accumulation, checkpoints, distributed, loop
 from nemot.training.loop import DataSource, TrainResult  # noqa: F401  (re-exported)
 from nemot.training.run_config import (RESUMABLE, ResumeConflict, RunConfigError, changed_keys,
                                        dump_toml, load_run_config, toml_value)
@@ -176,7 +176,11 @@ def compile_model(model, cfg):
     """Adam (or SGD) on the run's schedule, the run's loss weights. On JAX the step is
     always compiled (``train.jit_compile`` is TensorFlow's choice): uncompiled, JAX runs
     it one operation at a time."""
-    optimizer = OPTIMIZERS[cfg.train.optimizer](learning_rate=build_schedule(cfg.schedule))
+    schedule, micro = build_schedule(cfg.schedule), cfg.train.gradient_accumulation_steps
+    if micro > 1 and callable(schedule):
+        schedule = accumulation.PerUpdate(schedule, micro)
+    optimizer = OPTIMIZERS[cfg.train.optimizer](
+        learning_rate=schedule, gradient_accumulation_steps=micro if micro > 1 else None)
     model.compile(optimizer=optimizer, loss=cfg.loss,
                   jit_compile=cfg.train.jit_compile or keras.backend.backend() == "jax")
 

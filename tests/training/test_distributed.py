@@ -1,5 +1,6 @@
-"""Distribution: MirroredStrategy on 2 logical CPUs and two MultiWorkerMirroredStrategy
-workers on 127.0.0.1 train like one device on the same global batch; a signal to one
+"""Distribution: MirroredStrategy on 2 logical CPUs (with and without gradient
+accumulation) and two MultiWorkerMirroredStrategy workers on 127.0.0.1 train like one
+device on the same global batch; a signal to one
 worker stops both at one step, a killed worker stops the other, and both resume.
 
 Each distributed run is a process of its own (logical devices and TF_CONFIG must be set
@@ -180,6 +181,8 @@ def runs(tmp_path_factory):
         with Forks(logs) as forks:
             mirrored = _start(root / "mirrored", "--strategy", "mirrored", "--devices", "2",
                               "--eager", forks=forks)
+            accumulated = forks.start([root / "accumulation"], dict(os.environ),
+                                      module="tests.training.test_accumulation")
             chain = {"chief_write": _kill_the_chief_in_its_write(out, "ckpt-2.npz:partial",
                                                                  timeout=60, forks=forks)}
             chain["signal"] = _stop_the_second(out, signal.SIGTERM, pause_at=1, timeout=300,
@@ -195,6 +198,7 @@ def runs(tmp_path_factory):
             finally:
                 tf.config.run_functions_eagerly(False)
             _finish(mirrored)
+            _finish(accumulated)
             chain["end"] = {"errors": [_finish(process) for process in last]}
         (out / "chain.json").write_text(json.dumps(chain))
 
@@ -224,6 +228,15 @@ def test_mirrored_two_devices_equal_one_device(runs):
     np.testing.assert_allclose(two["history"]["loss"], one["history"]["loss"], atol=1e-5)
     np.testing.assert_allclose(two["history"]["task_loss"], one["history"]["task_loss"],
                                atol=1e-5)
+
+
+def test_micro_batches_on_two_replicas_end_with_the_weights_of_one_device(runs):
+    """Gradient accumulation under MirroredStrategy: 4 micro-batches of 2, each split over
+    two replicas, against batches of 8 on one device (tests/training/test_accumulation.py's
+    run, in a process of its own with two logical CPUs)."""
+    report = json.loads((runs / "accumulation" / "report.json").read_text())
+    assert report["replicas"] == 2 and report["steps"] == [4, 4]
+    assert report["difference"] <= 1e-5 * max(report["largest"], 1)
 
 
 def test_a_chief_killed_inside_its_checkpoint_write_stops_the_other_naming_it(runs, chain):
