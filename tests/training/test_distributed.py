@@ -1,7 +1,7 @@
 """Distribution: MirroredStrategy on 2 logical CPUs (with and without gradient
 accumulation) and two MultiWorkerMirroredStrategy workers on 127.0.0.1 train like one
-device on the same global batch; a signal to one
-worker stops both at one step, a killed worker stops the other, and both resume.
+device on the same global batch; a signal to one worker stops both at one step, a killed
+worker stops the other, and both resume.
 
 Each distributed run is a process of its own (logical devices and TF_CONFIG must be set
 before TensorFlow initialises), forked from one that has imported TensorFlow without
