@@ -86,6 +86,12 @@ class NeMoTConfig:
             TensorFlow model refuses it, as ``tf.recompute_grad`` fails inside the output
             set's branches under XLA): about one more forward pass per step; outputs and
             gradients unchanged (dropout included). Not in the thesis.
+        scan_layers: on JAX, run the vanilla and neuromodulatory sets in training and
+            scoring (not cached decoding) as one ``ops.scan`` over their layers' stacked
+            weights, as the output set runs its blocks: XLA compiles one layer of each
+            set instead of each layer. Weights stay per layer (checkpoints, presets and
+            GPT-2 interop unchanged); outputs and gradients equal the unrolled layers' to
+            round-off. TensorFlow ignores it.
         modulation: per-layer modulations (:class:`nemot.modulation.ModulationSpec`,
             or their dicts) hosted by the vanilla, neuromodulatory or output set:
             PALs, HyperGrid, modulated activations (none in the thesis).
@@ -121,6 +127,7 @@ class NeMoTConfig:
     compat_tag_words_alone: bool = False
     attention_implementation: str = "auto"
     remat_layers: bool = False
+    scan_layers: bool = True
     modulation: tuple = ()
 
     def __post_init__(self):

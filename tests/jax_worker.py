@@ -200,17 +200,18 @@ def dropout_rates():
 
 
 def stacked_output_blocks(nemot):
-    """The output set's loop over its blocks' stacked weights against a branch per block:
-    logits and gradients of a training call (dropout on; the batch selects two blocks of
-    three, so the third's gradient is zero), and whether the loop ran; then the loop's
-    against the same model recomputing each layer in the backward pass
-    (``remat_layers``). Returns the two comparisons."""
+    """The loops over stacked weights (the output set's over its blocks, each stack's over
+    its layers: ``scan_layers``) against a branch per block and unrolled layers: logits
+    and gradients of a training call (dropout on; the batch selects two blocks of three,
+    so the third's gradient is zero), and how many loops ran; then the loops' against the
+    same model recomputing each layer in the backward pass (``remat_layers``). Returns
+    the two comparisons."""
     from nemot import config, vocab
     from nemot.layers import sets
 
     cfg = nemot.NeMoTConfig.preset("tiny").replace(
-        num_vanilla_layers=1, num_nm_layers=1, output_blocks=config.THESIS_OUTPUT_BLOCKS[:3],
-        max_text_length=8)
+        num_vanilla_layers=2, num_nm_layers=2, num_output_layers=2,
+        output_blocks=config.THESIS_OUTPUT_BLOCKS[:3], max_text_length=8)
     model = nemot.build_model(cfg)
     tasks = [cfg.output_blocks[i] for i in (0, 1, 1)]
     text = np.random.default_rng(2).integers(0, 1000, (3, 8)).astype("int32")
@@ -218,25 +219,35 @@ def stacked_output_blocks(nemot):
         [np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id(t)] for t in tasks],
                   "int32"), text], 1)}
     weights = np.random.default_rng(3).normal(size=(3, 8, cfg.vocab_size)).astype("float32")
-    stacked_calls = []
-    call_stacked = sets.OutputSet._call_stacked
+    stacked_calls, scanned_calls = [], []
+    call_stacked, scanned = sets.OutputSet._call_stacked, sets._ConfiguredLayer._scanned
 
     def counted(self, *args, **kwargs):
         stacked_calls.append(1)
         return call_stacked(self, *args, **kwargs)
 
-    results = []
+    def counted_scan(self, *args, **kwargs):
+        scanned_calls.append(self.name)
+        return scanned(self, *args, **kwargs)
+
+    backbone, results = model.backbone, []
     for stacked in (True, False):
         sets.OutputSet._call_stacked = counted
-        model.backbone.output_set.stack_blocks = stacked
+        sets._ConfiguredLayer._scanned = counted_scan
+        backbone.output_set.stack_blocks = stacked
+        for stack in (backbone.vanilla_set, backbone.neuromodulatory_set,
+                      *backbone.output_set.blocks.values()):
+            stack.scan_layers = stacked
         try:
             results.append(training_gradients(model, ids, weights))
         finally:
             sets.OutputSet._call_stacked = call_stacked
+            sets._ConfiguredLayer._scanned = scanned
     names = [v.path for v in model.trainable_variables]
     unused = f"block_{cfg.output_blocks[2]}/"
     ga = results[0][1]
-    stacked = {"stacked_calls": len(stacked_calls), **differences(*results),
+    stacked = {"stacked_calls": len(stacked_calls), "scanned": sorted(set(scanned_calls)),
+               **differences(*results),
                "unselected_block_gradient": max(float(np.abs(g).max())
                                                 for g, name in zip(ga, names) if unused in name),
                "unselected_block_variables": sum(unused in name for name in names)}

@@ -139,8 +139,13 @@ def test_dropout_generators(report):
 
 
 def test_output_blocks_as_one_loop_give_the_logits_and_gradients_of_a_branch_each(report):
+    """The output set's loop over its blocks, and each set's over its layers
+    (``scan_layers``: the vanilla and neuromodulatory sets, and each output block's three
+    layers), against a branch per block and unrolled layers, dropout on."""
     stacked = report["stacked_output_blocks"]
     assert stacked["stacked_calls"] == 1  # the loop ran (traced once), then the branches
+    # The loop over the blocks runs the first block's code: its layers are one loop too.
+    assert stacked["scanned"] == ["block_lm", "neuromodulatory_set", "vanilla_set"]
     # Equal to round-off (the loop recomputes the block in the backward pass).
     assert stacked["logits"] <= 1e-5 * stacked["largest_logit"]
     assert stacked["gradient"] <= 1e-5 * stacked["largest_gradient"]

@@ -49,6 +49,8 @@ class _ConfiguredLayer(keras.layers.Layer):
                 "KERAS_BACKEND=jax, or set model.remat_layers = false (TensorFlow's "
                 "tf.recompute_grad fails inside the output set's branches under XLA)")
         self.seed_generator = drop.seed_generator(self._has_dropout())
+        # Whether the stacks run as one loop over their layers (:meth:`_scanned`).
+        self.scan_layers = self.config.scan_layers
 
     def _has_dropout(self):
         """Whether the set draws dropout seeds (its own generator, see the module doc)."""
@@ -90,6 +92,9 @@ class _ConfiguredLayer(keras.layers.Layer):
         recomputed in the backward pass (``jax.checkpoint``; its dropout seed is an input,
         so the recomputation draws the same masks)."""
         recompute = cache is None and self.config.remat_layers
+        if cache is None and self._scannable(layers):
+            return self._scanned(layers, x, attention_mask, training, conditioning,
+                                 dropout_seed, recompute), None
         new_caches = []
         for i, layer in enumerate(layers):
             def run(x, layer=layer, layer_cache=None if cache is None else cache[:, i],
@@ -101,6 +106,46 @@ class _ConfiguredLayer(keras.layers.Layer):
             x, layer_cache = (backend.recomputed(run) if recompute else run)(x)
             new_caches.append(layer_cache)
         return x, (None if cache is None else ops.stack(new_caches, axis=1))
+
+    def _scannable(self, layers):
+        """Whether ``layers`` run as one loop (:meth:`_scanned`): on JAX, with
+        ``scan_layers``, two layers or more of the same configuration and variables."""
+        if not self.scan_layers or backend.name() != "jax" or len(layers) < 2:
+            return False
+        configs = {repr(_code_of(layer)) for layer in layers}
+        layouts = {tuple(tuple((tuple(v.shape), v.dtype) for v in variables)
+                         for variables in (layer.trainable_variables,
+                                           layer.non_trainable_variables))
+                   for layer in layers}
+        return len(configs) == 1 and len(layouts) == 1
+
+    def _scanned(self, layers, x, attention_mask, training, conditioning, dropout_seed,
+                 recompute):
+        """The layers as one ``ops.scan`` over their stacked weights: step i runs the first
+        layer's code with layer i's weights (``stateless_call``) and seed, so XLA compiles
+        one layer instead of each; the unrolled layers' outputs and gradients to
+        round-off. The weights stay per layer: they are stacked here, in the step."""
+        def stacked(per_layer):
+            return [ops.stack([v.value for v in same]) for same in zip(*per_layer)]
+
+        trainable = stacked([layer.trainable_variables for layer in layers])
+        non_trainable = stacked([layer.non_trainable_variables for layer in layers])
+        seeds = None if dropout_seed is None else ops.stack(
+            [drop.salted(dropout_seed, i) for i in range(len(layers))])
+
+        def run(x, trainable, non_trainable, seed):
+            (y, _), _ = layers[0].stateless_call(
+                trainable, non_trainable, x, attention_mask, training=training,
+                conditioning=conditioning, dropout_seed=seed)
+            return y
+
+        run = backend.recomputed(run) if recompute else run
+
+        def step(x, layer):
+            return run(x, *layer), None
+
+        x, _ = ops.scan(step, x, (trainable, non_trainable, seeds))
+        return x
 
     def compute_output_spec(self, x, *args, cache=None, **kwargs):
         """What a call returns, for Keras's symbolic calls (a functional graph): the set's
@@ -116,6 +161,18 @@ class _ConfiguredLayer(keras.layers.Layer):
         config = super().get_config()
         config["config"] = self.config.to_dict()
         return config
+
+
+def _code_of(layer):
+    """What decides a transformer layer's computation besides its weights: its config and
+    its modulations' classes and configs (names aside)."""
+    def config(item):
+        return type(item).__name__, sorted((k, repr(v)) for k, v in item.get_config().items()
+                                           if k != "name")
+
+    hosted = layer.parallel + layer.output_modulations + [layer.activation_modulation]
+    return (config(layer), [None if m is None else config(m) for m in hosted],
+            sorted(layer.dense_replacements))
 
 
 def sinusoidal_encoding(positions, d_model):

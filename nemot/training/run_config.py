@@ -48,7 +48,7 @@ RESUMABLE = frozenset((
     "name", "train.epochs", "train.steps_per_epoch", "train.verbose", "train.log_every",
     "train.checkpoint_every", "train.keep_checkpoints", "train.strategy", "train.jit_compile",
     "train.decode_jit_compile", "train.resume_allow", "model.attention_implementation",
-    "model.remat_layers"))
+    "model.remat_layers", "model.scan_layers"))
 
 
 class ResumeConflict(RunConfigError):
