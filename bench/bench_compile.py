@@ -17,8 +17,8 @@ Models: ``nemot`` (both heads, six thesis output blocks); ``keras_hub_gpt2``, Ke
 ``GPT2Backbone`` with NeMoT's depth (Y + M + Z = 27 layers), a ``Dense`` head and Keras's
 cross-entropy; ``gpt2_baseline``, nemot's GPT-2 of the same depth; and variants of NeMoT
 that each take one part away, to show where its compile time goes:
-``nemot_unrolled`` (``scan_layers = false``: each layer of the vanilla and neuromodulatory
-sets and of the output blocks compiled on its own), ``nemot_one_block`` (one output block: no loop over blocks), ``nemot_main_head`` (no
+``nemot_scan`` (``scan_layers = true``: the layers of each set, and of each output block,
+as one loop, compiled once), ``nemot_one_block`` (one output block: no loop over blocks), ``nemot_main_head`` (no
 vanilla-set head and its loss term), ``nemot_no_dropout`` (every dropout rate 0: no
 dropout bits, no seed generators); and ``keras_hub_gpt2_no_dropout`` (``GPT2Backbone``
 with ``dropout=0``: what Keras's own dropout costs the reference).
@@ -41,7 +41,7 @@ import numpy as np
 from bench import bench_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = ("nemot", "keras_hub_gpt2", "gpt2_baseline", "nemot_unrolled", "nemot_one_block",
+MODELS = ("nemot", "keras_hub_gpt2", "gpt2_baseline", "nemot_scan", "nemot_one_block",
           "nemot_main_head", "nemot_no_dropout", "keras_hub_gpt2_no_dropout")
 REFERENCE = "keras_hub_gpt2"
 # JAX's compile events (jax._src.dispatch): seconds per phase of the first step.
@@ -55,8 +55,8 @@ def model_config(name, tiny):
     cfg = bench_gpu.sizes(tiny)["config"]
     if name == "nemot_one_block":
         return cfg.replace(output_blocks=("lm",))
-    if name == "nemot_unrolled":
-        return cfg.replace(scan_layers=False)
+    if name == "nemot_scan":
+        return cfg.replace(scan_layers=True)
     if name.endswith("_no_dropout"):
         return cfg.replace(dropout=0.0, vanilla_attention_dropout=0.0, attention_dropout=0.0)
     return cfg
@@ -87,7 +87,7 @@ def child(name, tiny, batch):
     keras.utils.set_random_seed(0)
     cfg = model_config(name, tiny)
     start = time.perf_counter()
-    kind = {"nemot_one_block": "nemot", "nemot_no_dropout": "nemot", "nemot_unrolled": "nemot",
+    kind = {"nemot_one_block": "nemot", "nemot_no_dropout": "nemot", "nemot_scan": "nemot",
             "keras_hub_gpt2_no_dropout": "keras_hub_gpt2"}.get(name, name)
     model = bench_gpu.build_train_model(kind, cfg)
     build = time.perf_counter() - start

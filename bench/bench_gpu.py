@@ -21,8 +21,8 @@ TensorFlow), Adam, at batch 16 and 32 of 3 + 768 tokens (text 768):
   on the same batch, timed between batch ends.
 - ``nemot_remat`` (only when named): the ``nemot`` model with ``remat_layers = true``
   (each transformer layer recomputed in the backward pass; JAX only).
-- ``nemot_unrolled`` (only when named): the ``nemot`` model with ``scan_layers = false``
-  (each layer of its sets compiled on its own instead of one loop per set; JAX only).
+- ``nemot_scan`` (only when named): the ``nemot`` model with ``scan_layers = true``
+  (the layers of each set as one loop over their stacked weights; JAX only).
 - ``nemot_branches`` (only when named): the ``nemot`` model with its output blocks as
   a branch each instead of one loop over their stacked weights (``OutputSet.stack_blocks
   = False``).
@@ -64,11 +64,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN_MODELS = ("nemot", "nemot_main_head", "gpt2_baseline", "keras_hub_gpt2", "nemot_trainer",
-                "nemot_branches", "nemot_remat", "nemot_unrolled")
+                "nemot_branches", "nemot_remat", "nemot_scan")
 # What runs without --models: nemot_trainer (the nemot model's step through
 # nemot.training.loop.run), nemot_branches (a branch per output block), nemot_remat
-# (layers recomputed in the backward pass) and nemot_unrolled (no loop over each set's
-# layers) on request only.
+# (layers recomputed in the backward pass) and nemot_scan (each set's layers as one loop)
+# on request only.
 DEFAULT_TRAIN_MODELS = TRAIN_MODELS[:4]
 DECODE_MODELS = ("nemot", "gpt2_baseline", "keras_hub_gpt2")
 # What --profile traces: the model of the targets and its reference.
@@ -178,8 +178,8 @@ def build_train_model(name, cfg):
     if name.startswith("nemot"):
         if name == "nemot_remat":
             cfg = cfg.replace(remat_layers=True)
-        if name == "nemot_unrolled":
-            cfg = cfg.replace(scan_layers=False)
+        if name == "nemot_scan":
+            cfg = cfg.replace(scan_layers=True)
         model = nemot.build_model(cfg, preprocessor=None)
         if name == "nemot_branches":
             model.backbone.output_set.stack_blocks = False
@@ -514,7 +514,7 @@ def ratios(train):
                 out[f"{name}_vs_keras_hub_gpt2@{batch}"] = round(
                     row["step_seconds"] / reference[batch]["step_seconds"], 3)
     fit = train.get("nemot", {})
-    for name in ("nemot_trainer", "nemot_branches", "nemot_remat", "nemot_unrolled"):
+    for name in ("nemot_trainer", "nemot_branches", "nemot_remat", "nemot_scan"):
         for batch, row in train.get(name, {}).items():
             if "step_seconds" in row and "step_seconds" in fit.get(batch, {}):
                 out[f"{name}_vs_nemot@{batch}"] = round(

@@ -86,12 +86,15 @@ class NeMoTConfig:
             TensorFlow model refuses it, as ``tf.recompute_grad`` fails inside the output
             set's branches under XLA): about one more forward pass per step; outputs and
             gradients unchanged (dropout included). Not in the thesis.
-        scan_layers: on JAX, run the vanilla and neuromodulatory sets in training and
-            scoring (not cached decoding) as one ``ops.scan`` over their layers' stacked
-            weights, as the output set runs its blocks: XLA compiles one layer of each
-            set instead of each layer. Weights stay per layer (checkpoints, presets and
-            GPT-2 interop unchanged); outputs and gradients equal the unrolled layers' to
-            round-off. TensorFlow ignores it.
+        scan_layers: on JAX, run the vanilla and neuromodulatory sets and each output
+            block in training and scoring (not cached decoding) as one ``ops.scan`` over
+            their layers' stacked weights, as the output set runs its blocks: XLA compiles
+            one layer of each set instead of each layer (the thesis-size step's compile
+            a quarter shorter on JAX's CPU, its step a tenth slower there: the weights are
+            stacked in every step; docs/performance.md). Weights stay per layer
+            (checkpoints, presets and GPT-2 interop unchanged); outputs and gradients equal
+            the unrolled layers' to round-off. Off until a GPU measures its step.
+            TensorFlow ignores it.
         modulation: per-layer modulations (:class:`nemot.modulation.ModulationSpec`,
             or their dicts) hosted by the vanilla, neuromodulatory or output set:
             PALs, HyperGrid, modulated activations (none in the thesis).
@@ -127,7 +130,7 @@ class NeMoTConfig:
     compat_tag_words_alone: bool = False
     attention_implementation: str = "auto"
     remat_layers: bool = False
-    scan_layers: bool = True
+    scan_layers: bool = False
     modulation: tuple = ()
 
     def __post_init__(self):

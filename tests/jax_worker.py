@@ -251,9 +251,10 @@ def stacked_output_blocks(nemot):
                "unselected_block_gradient": max(float(np.abs(g).max())
                                                 for g, name in zip(ga, names) if unused in name),
                "unselected_block_variables": sum(unused in name for name in names)}
-    # The same model recomputing each layer in the backward pass (remat_layers), with the
-    # same weights and dropout generator states, against the loop's logits and gradients.
-    recomputing = nemot.build_model(cfg.replace(remat_layers=True))
+    # The same model recomputing each layer in the backward pass (remat_layers; inside
+    # the loops over the layers), with the same weights and dropout generator states,
+    # against the loops' logits and gradients.
+    recomputing = nemot.build_model(cfg.replace(remat_layers=True, scan_layers=True))
     for mine, theirs in zip(recomputing.variables, model.variables):
         mine.assign(theirs)
     return stacked, differences(results[0], training_gradients(recomputing, ids, weights))

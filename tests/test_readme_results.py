@@ -112,8 +112,8 @@ def test_the_compile_table_quotes_the_benchmark():
     docs = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     section = docs.split("### Compile time (`python -m bench compile`)", 1)[1].split("\n#", 1)[0]
     rows = tables(section)[0][2:]
-    names = ("keras_hub_gpt2", "gpt2_baseline", "nemot", "nemot_one_block", "nemot_main_head",
-             "nemot_no_dropout", "keras_hub_gpt2_no_dropout")
+    names = ("keras_hub_gpt2", "gpt2_baseline", "nemot", "nemot_scan", "nemot_one_block",
+             "nemot_main_head", "nemot_no_dropout", "keras_hub_gpt2_no_dropout")
     assert len(rows) == len(names)
     for line, name in zip(rows, names):
         m = result["models"][name]
