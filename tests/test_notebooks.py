@@ -197,6 +197,8 @@ def test_01_architecture(tmp_path, monkeypatch):
     low, high = summary["gate_range"]
     assert 0 < low < high < 1
     assert all(change > 0 for change in summary["max_gate_change"].values())
+    # The saved preset on JAX (a process of its own): TensorFlow's logits to round-off.
+    assert summary["jax_logit_difference"] < 1e-4
 
 
 @pytest.fixture(scope="module")
