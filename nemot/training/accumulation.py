@@ -79,19 +79,20 @@ def _whole_batch(x, y, size, steps):
     return extra
 
 
-def accumulated(train_fn, steps, replicas):
+def accumulated(train_fn, steps, per_replica):
     """``train_fn(batch_size, input_context)`` as micro-batches: each input pipeline reads
     its share of the whole batch (all of it on one), then cuts it into ``steps``
-    micro-batches, each in one part per replica it feeds (``replicas``: the replicas of
-    the run, ``tf.distribute``'s; 1 where the framework splits a host's batch itself,
-    JAX's)."""
+    micro-batches; ``per_replica`` (``tf.distribute``, which takes a pipeline's batches
+    one replica at a time): each micro-batch in one part per replica the pipeline feeds;
+    otherwise whole (JAX, whose ``keras.distribution`` splits a host's batch itself)."""
     def micro(batch_size, input_context):
         pipelines = 1 if input_context is None else input_context.num_input_pipelines
+        replicas = 1 if input_context is None else input_context.num_replicas_in_sync
         context = input_context and tf.distribute.InputContext(
             num_input_pipelines=pipelines, input_pipeline_id=input_context.input_pipeline_id,
             num_replicas_in_sync=pipelines)
         return micro_batches(train_fn(batch_size=batch_size, input_context=context), steps,
-                             pieces=replicas // pipelines)
+                             pieces=replicas // pipelines if per_replica else 1)
 
     return micro
 

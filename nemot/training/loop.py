@@ -172,8 +172,8 @@ def _datasets(source, strategy, batch_size, start_batch, micro=1):
     validation_batches = source.validation_batches
     if micro > 1:
         accumulation.check_batch(batch_size, micro, replicas)
-        train_fn = accumulation.accumulated(
-            train_fn, micro, 1 if distributed.is_jax(strategy) else replicas)
+        train_fn = accumulation.accumulated(train_fn, micro,
+                                            per_replica=not distributed.is_jax(strategy))
         validation_batches *= micro
 
     def distributed_or_plain(fn, batch_size):
