@@ -15,13 +15,13 @@ compile events: tracing the step to a jaxpr, lowering it to StableHLO, and XLA's
 
 Models: ``nemot`` (both heads, six thesis output blocks); ``keras_hub_gpt2``, KerasHub's
 ``GPT2Backbone`` with NeMoT's depth (Y + M + Z = 27 layers), a ``Dense`` head and Keras's
-cross-entropy; ``gpt2_baseline``, nemot's GPT-2 of the same depth; and variants of NeMoT
-that each take one part away, to show where its compile time goes:
-``nemot_scan`` (``scan_layers = true``: the layers of each set, and of each output block,
-as one loop, compiled once), ``nemot_one_block`` (one output block: no loop over blocks), ``nemot_main_head`` (no
-vanilla-set head and its loss term), ``nemot_no_dropout`` (every dropout rate 0: no
-dropout bits, no seed generators); and ``keras_hub_gpt2_no_dropout`` (``GPT2Backbone``
-with ``dropout=0``: what Keras's own dropout costs the reference).
+cross-entropy; ``gpt2_baseline``, nemot's GPT-2 of the same depth; ``nemot_scan``
+(``scan_layers = true``: the layers of each set, and of each output block, as one loop,
+compiled once); and variants of NeMoT that each take one part away, to show where its
+compile time goes: ``nemot_one_block`` (one output block: no loop over blocks),
+``nemot_main_head`` (no vanilla-set head and its loss term), ``nemot_no_dropout`` (every
+dropout rate 0: no dropout bits, no seed generators); and ``keras_hub_gpt2_no_dropout``
+(``GPT2Backbone`` with ``dropout=0``: what Keras's own dropout costs the reference).
 
 Writes ``bench/results/compile_<device>_<backend>.json``. Never a test: timings live here.
 """
