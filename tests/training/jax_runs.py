@@ -6,7 +6,8 @@ At tiny sizes, as the suite runs them on TensorFlow: ``nemot pretrain`` (C4 file
 none``), ``finetune`` (BoolQ, from the pre-trained model), ``train-general`` (RACE and
 BoolQ), ``evaluate`` and ``generate`` of the fine-tuned model, ``nemot runs`` of the NAMES
 LSTM on synthetic names; the tiny run of tests/training/worker.py
-on one device and with ``--strategy data-parallel`` on two, dropout on; the same run with
+on one device and with ``--strategy data-parallel`` on two, dropout on; gradient
+accumulation's runs (tests/training/test_accumulation.py) on two devices; the same run with
 ``--strategy multi-host`` on two hosts (``python -m tests.training.jax_runs host OUT
 PAUSE_AT``: two processes on 127.0.0.1), one preempted, then both resumed; what a TensorFlow
 strategy and an earlier version's TensorFlow checkpoints get on JAX; and the fault
@@ -142,6 +143,24 @@ def data_parallel(root):
     return out
 
 
+def accumulation(root):
+    """tests/training/test_accumulation.py's runs on JAX: 4 micro-batches of 2 on two
+    devices (``data-parallel``) against batches of 8 on one; the largest difference of a
+    weight, the largest weight and both runs' steps."""
+    from nemot.training import distributed, trainer
+    from tests.training import test_accumulation as runs
+
+    whole = trainer.train(runs.config(1), out_dir=root / "accumulation" / "whole",
+                          source=runs.source())
+    micro = trainer.train(runs.config(4), out_dir=root / "accumulation" / "micro",
+                          source=runs.source(),
+                          strategy=distributed.make_strategy("data-parallel"))
+    a, b = runs.weights(whole), runs.weights(micro)
+    return {"steps": [whole.step, micro.step],
+            "difference": max(float(np.abs(a[k] - b[k]).max()) for k in a),
+            "largest": max(float(np.abs(a[k]).max()) for k in a)}
+
+
 def host(out, pause_at):
     """One host of a ``multi-host`` :func:`small_run` (in a process of its own: its
     cluster comes from ``KERAS_DISTRIBUTION_*``); ``pause_at``: print ``PAUSED`` after that
@@ -268,7 +287,7 @@ def finish(root, victim, forks):
     report, cpu = {}, {}
     try:
         parts = {"refusals": refusals, "commands": commands, "data_parallel": data_parallel,
-                 "multi_host": lambda root: multi_host(root, forks)}
+                 "accumulation": accumulation, "multi_host": lambda root: multi_host(root, forks)}
         for name, part in parts.items():
             start = cpu_seconds()
             report[name] = part(root)

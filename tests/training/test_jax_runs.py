@@ -50,6 +50,14 @@ def test_two_devices_end_with_the_weights_of_one_dropout_on(report):
                                atol=1e-5)
 
 
+def test_micro_batches_on_two_devices_end_with_the_weights_of_their_batches(report):
+    """Gradient accumulation on JAX: 4 micro-batches of 2 under ``data-parallel`` (two
+    devices) against batches of 8 on one device (tests/training/test_accumulation.py)."""
+    accumulated = report["accumulation"]
+    assert accumulated["steps"] == [4, 4]
+    assert accumulated["difference"] <= 1e-5 * max(accumulated["largest"], 1)
+
+
 def test_a_run_killed_inside_a_checkpoint_write_resumes_to_the_uninterrupted_weights(report):
     fault = report["fault"]
     assert fault["killed"] and fault["write"] == "write ckpt-4.npz", fault
