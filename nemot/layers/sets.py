@@ -125,11 +125,8 @@ class _ConfiguredLayer(keras.layers.Layer):
         layer's code with layer i's weights (``stateless_call``) and seed, so XLA compiles
         one layer instead of each; the unrolled layers' outputs and gradients to
         round-off. The weights stay per layer: they are stacked here, in the step."""
-        def stacked(per_layer):
-            return [ops.stack([v.value for v in same]) for same in zip(*per_layer)]
-
-        trainable = stacked([layer.trainable_variables for layer in layers])
-        non_trainable = stacked([layer.non_trainable_variables for layer in layers])
+        trainable = stacked_values([layer.trainable_variables for layer in layers])
+        non_trainable = stacked_values([layer.non_trainable_variables for layer in layers])
         seeds = None if dropout_seed is None else ops.stack(
             [drop.salted(dropout_seed, i) for i in range(len(layers))])
 
@@ -161,6 +158,12 @@ class _ConfiguredLayer(keras.layers.Layer):
         config = super().get_config()
         config["config"] = self.config.to_dict()
         return config
+
+
+def stacked_values(per_item):
+    """The values of the items' variables, stacked variable by variable: ``per_item`` is
+    a list of equal-layout variable lists (layers, blocks)."""
+    return [ops.stack([v.value for v in same]) for same in zip(*per_item)]
 
 
 def _code_of(layer):
@@ -421,11 +424,8 @@ class OutputSet(_ConfiguredLayer):
         compile``, alternating): compile 34 s instead of 43 s, the step as before."""
         blocks = [self.blocks[name] for name in self.config.output_blocks]
 
-        def stacked(per_block):
-            return [ops.stack([v.value for v in same]) for same in zip(*per_block)]
-
-        trainable = stacked([block.trainable_variables for block in blocks])
-        non_trainable = stacked([block.non_trainable_variables for block in blocks])
+        trainable = stacked_values([block.trainable_variables for block in blocks])
+        non_trainable = stacked_values([block.non_trainable_variables for block in blocks])
         seeds = None if seed is None else ops.stack([drop.salted(seed, i)
                                                      for i in range(len(blocks))])
 
