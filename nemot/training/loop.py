@@ -115,7 +115,6 @@ class TrainConfig:
     gradient_accumulation_steps: Count = 1
 
 
-
 @dataclasses.dataclass
 class DataSource:
     """The datasets of a run, as functions of the distribution arguments.
