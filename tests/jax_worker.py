@@ -23,6 +23,7 @@ the fused-attention comparison and then NeMoT's ``fit`` step and decoding, all t
 one compiled forward pass.
 """
 
+import gc
 import json
 import sys
 import traceback
@@ -451,6 +452,19 @@ def _guarded(part, error_file):
         return False
 
 
+def _freeze_imports():
+    """Keras, JAX, TensorFlow and nemot imported, and what the imports made frozen out of
+    the garbage collector's sight, as in the suite's workers (tests/conftest.py's
+    ``pytest_collection_finish``): each collection then walks only what the checks made."""
+    import keras  # noqa: F401
+
+    import nemot  # noqa: F401
+    from nemot.training import trainer  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+
+
 def main(out, runs=None):
     """The report to ``out``; with ``runs`` (a directory), also the report of
     tests/training/jax_runs.py in ``runs/report.json``, from this process: an import of
@@ -458,6 +472,7 @@ def main(out, runs=None):
     The killed run of jax_runs starts first (its own process, beside these checks). A part
     that fails leaves no report but its traceback, in ``out + ".error"`` or
     ``runs/error.txt``; the other part still runs."""
+    _freeze_imports()
     if runs is None:
         return 0 if _guarded(lambda: models(out), f"{out}.error") else 1
     with jax_runs.processes(runs) as forks:
