@@ -126,6 +126,15 @@ def small_run(out, strategy, callbacks=()):
     return result
 
 
+def compared(reference, other):
+    """``(largest, difference)``: the largest absolute weight of ``reference`` and the
+    largest absolute difference of ``other``'s weights from it, over ``reference``'s names
+    (an ``.npz`` file or a dict of arrays)."""
+    names = getattr(reference, "files", list(reference))
+    return (max(float(np.abs(reference[k]).max()) for k in names),
+            max(float(np.abs(other[k] - reference[k]).max()) for k in names))
+
+
 def data_parallel(root):
     """:func:`small_run` on one device and on two (``data-parallel``; the step compiles
     once per device count): both runs' weights and losses."""
@@ -136,9 +145,7 @@ def data_parallel(root):
         result = small_run(root / strategy, strategy)
         out[strategy] = {"loss": result.history["loss"], "step": result.step}
     first, second = (np.load(root / s / "weights.npz") for s in ("default", "data-parallel"))
-    out["largest_weight"] = max(float(np.abs(first[k]).max()) for k in first.files)
-    out["weight_difference"] = max(float(np.abs(first[k] - second[k]).max())
-                                   for k in first.files)
+    out["largest_weight"], out["weight_difference"] = compared(first, second)
     out["same_names"] = sorted(first.files) == sorted(second.files)
     return out
 
@@ -155,10 +162,8 @@ def accumulation(root):
     micro = trainer.train(runs.config(4), out_dir=root / "accumulation" / "micro",
                           source=runs.source(),
                           strategy=distributed.make_strategy("data-parallel"))
-    a, b = runs.weights(whole), runs.weights(micro)
-    return {"steps": [whole.step, micro.step],
-            "difference": max(float(np.abs(a[k] - b[k]).max()) for k in a),
-            "largest": max(float(np.abs(a[k]).max()) for k in a)}
+    largest, difference = compared(runs.weights(whole), runs.weights(micro))
+    return {"steps": [whole.step, micro.step], "difference": difference, "largest": largest}
 
 
 def host(out, pause_at):
@@ -214,6 +219,7 @@ def multi_host(root, forks):
         return report  # the test names what the hosts printed
     one = np.load(root / "default" / "weights.npz")
     hosts = [np.load(out / f"weights{i}.npz") for i in range(2)]
+    largest, difference = compared(one, hosts[0])
     return {**report, "exits": [process.returncode for process in stopped],
             "errors": [[line for line in err.splitlines() if line.startswith("error: ")]
                        for _, err in ends],
@@ -221,11 +227,8 @@ def multi_host(root, forks):
             "resumed_exits": [process.returncode for process in resumed],
             "resumed": [any("resumed from step 2" in line for line in err.splitlines())
                         for _, err in again],
-            "hosts_differ": max(float(np.abs(hosts[0][k] - hosts[1][k]).max())
-                                for k in one.files),
-            "weight_difference": max(float(np.abs(hosts[0][k] - one[k]).max())
-                                     for k in one.files),
-            "largest_weight": max(float(np.abs(one[k]).max()) for k in one.files)}
+            "hosts_differ": compared(hosts[0], hosts[1])[1],
+            "weight_difference": difference, "largest_weight": largest}
 
 
 def refusals(root):
