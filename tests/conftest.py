@@ -55,7 +55,7 @@ def pytest_configure(config):
         console.end_without_collecting()
 
 
-def pytest_collection_finish(session):
+def pytest_collection_finish():
     """What the imports and the collection made (TensorFlow, Keras, KerasHub, nemot, the
     test modules: over half a million objects) frozen out of the garbage collector's sight
     (:func:`gc.freeze`): a full collection walks only what the tests made since. Keras's
