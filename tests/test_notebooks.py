@@ -16,11 +16,11 @@ The kernels are forked from one process that has imported what every notebook's 
 imports (tests/kernels.py: ~9 CPU seconds a kernel less); what that import prints is checked
 as the cells' output is (no TensorFlow start-up notice, no warning).
 
-Notebooks that take a few tiny steps (01, 02, 04, 06, and 05 inspecting 03's model) run
+Notebooks that take a few tiny steps (01, 02, 06, and 05 inspecting 03's model) run
 TensorFlow functions eagerly (``tf.config.run_functions_eagerly``, set in the kernel right
 after the notebook's first cell, which imports nemot), as in ``tests/conftest.py``'s
 ``eager`` fixture: tracing the train, test and decoding functions would cost more than
-those steps. 03 and 05 train for a hundred steps and more, until the model beats chance;
+those steps. 03, 04 and 05 train for a hundred steps and more, until the model beats chance;
 they run as a user's would, compiled (``tf.function``): eagerly, those steps cost several
 times the tracing. Every kernel runs with TensorFlow's graph optimizer off, as the suite's
 own processes (``NO_GRAPPLER``, tests/conftest.py).
@@ -268,16 +268,21 @@ def test_03_finetune_qa(finetuned_03):
 
 
 def test_04_general_training(tmp_path, monkeypatch):
-    summary, out = run_notebook("04_general_training", tmp_path, monkeypatch)
+    summary, out = run_notebook("04_general_training", tmp_path, monkeypatch, eager=False)
     assert {"pool_draws.png", "loss_terms.png", "scores_vs_thesis.png"} <= set(summary["figures"])
-    assert summary["loss"][-1] < summary["loss"][0]
+    # What its text claims: the loss falls about tenfold, every score beats its chance level.
+    assert summary["loss"][-1] < summary["loss"][0] / 5, summary["loss"]
+    assert all(summary["scores"][name] > summary["chance"][name] for name in summary["chance"]), (
+        summary["scores"], summary["chance"])
     assert summary["steps"] == summary["steps_per_epoch"] * len(summary["loss"])
     # The pool mixed both task tokens and drew the three datasets about equally often.
     assert {50284, 50296} <= set(summary["first_batch_tasks"])  # <mqa>, <gqa>
     assert all(abs(count - 1000) < 120 for count in summary["pool_draws"].values())
     assert set(summary["scores"]) == set(summary["chance"]) == {
         "arc_easy", "commonsenseqa", "winogrande", "piqa"}
-    assert summary["chance"]["winogrande"] == 0.5 and summary["chance"]["arc_easy"] == 0.25
+    # Two options in WinoGrande and PIQA; two to four in ARC-Easy, so chance lies between.
+    assert summary["chance"]["winogrande"] == summary["chance"]["piqa"] == 0.5
+    assert 0.25 < summary["chance"]["arc_easy"] < 0.5
     assert len(summary["reports"]) == 4
     arc_easy = (out / "evaluation" / "arc_easy_test_report.md").read_text()
     # ARC-Easy scored as a dataset: the thesis' Easy column is its Total, no N/A column.
