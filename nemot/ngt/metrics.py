@@ -22,6 +22,7 @@ from scipy import stats
 
 from nemot.data.benchmarks import superglue
 from nemot.evaluation import benchmarks
+from nemot.experiments.report import welch
 
 
 def aggregate(runs):
@@ -65,12 +66,13 @@ def significance(scores_a, scores_b):
     tasks = [t for t in scores_a if t in scores_b]
     if not tasks:
         raise ValueError("the two variants share no task")
-    per_task = {t: float(stats.ttest_ind(scores_a[t], scores_b[t], equal_var=False).pvalue) for t in tasks}
-    if len(tasks) >= 2:
-        paired = stats.ttest_rel(
-            [statistics.fmean(scores_a[t]) for t in tasks], [statistics.fmean(scores_b[t]) for t in tasks]
-        )
-        paired_p = float(paired.pvalue)
+    # The runs' own Welch test (NaN, not scipy's precision warning, where both sides hold
+    # identical scores).
+    per_task = {t: welch(scores_a[t], scores_b[t])[2] for t in tasks}
+    means_a = [statistics.fmean(scores_a[t]) for t in tasks]
+    means_b = [statistics.fmean(scores_b[t]) for t in tasks]
+    if len(tasks) >= 2 and statistics.variance([a - b for a, b in zip(means_a, means_b)]) > 0:
+        paired_p = float(stats.ttest_rel(means_a, means_b).pvalue)
     else:
         paired_p = math.nan
     return {"per_task": per_task, "paired_over_tasks": paired_p}

@@ -43,7 +43,10 @@ class NGTModel(keras.Model):
     ``BertBackbone.from_preset`` (KerasHub preset or Hugging Face BERT
     directory) brings its pretrained weights; the gating block and the head are
     new. The pooler stays in the model (it counts towards the parameters, as in
-    the paper's Table 2) but is not used, so it gets no gradient.
+    the paper's Table 2) but is not used: it is frozen (``trainable = False``),
+    so the optimizer keeps no slots for it and ``fit`` does not warn that it
+    gets no gradient. (The original's PyTorch AdamW skips a parameter without a
+    gradient, weight decay included: the same updates.)
 
     Inputs: a dict of int32 ``[batch, L]`` tensors ``token_ids``,
     ``segment_ids``, ``padding_mask`` (as ``BertBackbone``). With
@@ -102,6 +105,7 @@ class NGTModel(keras.Model):
         spec = gating_spec(variant, gate_position, num_gating_layers, backbone.num_heads,
                            backbone.intermediate_dim, num_aux_tokens, gating_dropout)
         self.backbone = backbone
+        backbone.get_layer("pooled_dense").trainable = False   # unused (see above)
         self.bert = ModulatedBert(backbone, [spec] if spec else [],
                                   num_aux_tokens=num_aux_tokens, name="bert")
         self.gate = self.bert.transformer_layers[gate_position - 1].output_modulations[0] \

@@ -3,6 +3,7 @@ SuperGLUE metrics: tests/evaluation/test_benchmarks.py)."""
 
 import math
 import statistics
+import warnings
 
 import pytest
 
@@ -112,3 +113,15 @@ def test_significance_is_welch_per_task_and_paired_over_tasks():
     diffs = [statistics.fmean(a[t]) - statistics.fmean(b[t]) for t in a]
     t_paired = statistics.fmean(diffs) / (statistics.stdev(diffs) / math.sqrt(3))
     assert out["paired_over_tasks"] == pytest.approx(2 * stats.t.sf(abs(t_paired), 2))
+
+
+def test_significance_is_nan_without_a_warning_where_the_scores_do_not_vary():
+    """Identical scores on both sides (tiny runs that all converge alike): nothing to test,
+    so NaN, not scipy's "Precision loss ... catastrophic cancellation" warning."""
+    a = {"RTE": [0.1, 0.1, 0.1], "CB": [0.3, 0.3, 0.3]}
+    b = {"RTE": [0.1, 0.1, 0.1], "CB": [0.5, 0.5, 0.5]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = metrics.significance(a, b)
+    assert math.isnan(out["per_task"]["RTE"]) and math.isnan(out["per_task"]["CB"])
+    assert math.isnan(metrics.significance(a, a)["paired_over_tasks"])
