@@ -329,6 +329,13 @@ def plot_bars(values, out_png, ylabel, title=None, reference_lines=None, value_f
     ``reference_lines`` is ``{label: y}`` drawn across (a chance level, an expected count)
     or ``{label: {group: y}}`` drawn over each group. Every bar is labelled with its value.
     Returns the series in the order drawn."""
+    figure, series = _bars(values, ylabel, title, reference_lines, value_format)
+    figure.savefig(out_png, dpi=110)
+    return series
+
+
+def _bars(values, ylabel, title, reference_lines, value_format):
+    """:func:`plot_bars`'s figure, not yet saved, and its series."""
     if not values:
         raise ValueError("plot_bars: no groups to draw")
     series = list(dict.fromkeys(s for by_series in values.values() for s in by_series))
@@ -340,7 +347,9 @@ def plot_bars(values, out_png, ylabel, title=None, reference_lines=None, value_f
         shown = [(g, values[g].get(name)) for g in groups if values[g].get(name) is not None]
         xs = [groups.index(g) - 0.4 + width * (k + 0.5) for g, _ in shown]
         bars = axis.bar(xs, [v for _, v in shown], width, label=name, color=f"C{k}")
-        axis.bar_label(bars, [value_format.format(v) for _, v in shown], fontsize=7)
+        # Upright labels overlap over more than three narrow bars a group: turned there.
+        axis.bar_label(bars, [value_format.format(v) for _, v in shown], fontsize=7,
+                       padding=2, rotation=90 if len(series) > 3 else 0)
     for k, (label, level) in enumerate((reference_lines or {}).items()):
         style = dict(color="0.2", linestyle=(":", "--", "-.")[k % 3], linewidth=1.2)
         if isinstance(level, dict):
@@ -351,6 +360,8 @@ def plot_bars(values, out_png, ylabel, title=None, reference_lines=None, value_f
         else:
             axis.axhline(level, label=label, **style)
     axis.set_xticks(range(len(groups)), groups)
+    if len(series) > 3:   # room above the tallest bar for its turned label
+        axis.set_ylim(top=axis.get_ylim()[1] * 1.12)
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3, axis="y")
     if len(series) > 3:  # beside the axes, off the bars
@@ -359,8 +370,7 @@ def plot_bars(values, out_png, ylabel, title=None, reference_lines=None, value_f
         axis.legend(fontsize=8)
     if title:
         axis.set_title(title)
-    figure.savefig(out_png, dpi=110)
-    return series
+    return figure, series
 
 
 def histograms(values_by_variant, bins=12):

@@ -157,3 +157,20 @@ def test_bars_and_curves_draw_what_they_are_given(tmp_path):
     assert_png(tmp_path / "curves.png")
     with pytest.raises(ValueError, match="curve 'train' has 2 x and 1 y values"):
         plots.plot_curves({"train": ([1, 2], [1.0])}, tmp_path / "bad.png", "x", "y")
+
+
+@pytest.mark.parametrize("variants", [2, 6])
+def test_bar_labels_do_not_overlap_however_many_series(variants):
+    """Six variants a group within a thousandth of each other (the committed comparison's
+    figure): each bar's label stays apart from its neighbours' and inside the axes."""
+    values = {task: {f"variant {k}": 0.714 + 0.001 * k for k in range(variants)}
+              for task in ("sst", "quora", "sts", "score")}
+    figure, _ = plots._bars(values, "mean", "title", None, "{:.3f}")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    axis, = figure.axes
+    boxes = [text.get_window_extent(renderer).padded(1.5) for text in axis.texts]   # px
+    assert len(boxes) == 4 * variants
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+    inside = axis.get_window_extent(renderer)
+    assert all(box.y1 <= inside.y1 for box in boxes)
