@@ -364,10 +364,8 @@ def _bars(values, ylabel, title, reference_lines, value_format):
         axis.set_ylim(top=axis.get_ylim()[1] * 1.12)
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3, axis="y")
-    if len(series) > 3:  # beside the axes, off the bars
+    if len(series) > 1 or reference_lines:  # beside the axes: bars at 100% leave no room
         axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    elif len(series) > 1 or reference_lines:
-        axis.legend(fontsize=8)
     if title:
         axis.set_title(title)
     return figure, series

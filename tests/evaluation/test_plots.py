@@ -174,3 +174,5 @@ def test_bar_labels_do_not_overlap_however_many_series(variants):
     assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
     inside = axis.get_window_extent(renderer)
     assert all(box.y1 <= inside.y1 for box in boxes)
+    legend = axis.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= inside.x1 and not any(legend.overlaps(box) for box in boxes)
