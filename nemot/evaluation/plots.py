@@ -249,6 +249,14 @@ def plot_curves(curves, out_png, xlabel, ylabel, title=None, log_y=False, marker
     """Lines on one axis: ``curves`` is ``{label: (x values, y values)}`` (NaN values are
     left out); ``markers`` is ``{label: marker}`` for curves drawn as points (e.g. a
     validation loss measured once an epoch). Returns the figure's axis limits."""
+    figure = _curves(curves, xlabel, ylabel, title, log_y, markers)
+    figure.savefig(out_png, dpi=110)
+    axis, = figure.axes
+    return axis.get_xlim(), axis.get_ylim()
+
+
+def _curves(curves, xlabel, ylabel, title, log_y, markers):
+    """:func:`plot_curves`'s figure, not yet saved."""
     if not curves:
         raise ValueError("plot_curves: no curves to draw")
     figure = _figure((7, 3.8))
@@ -263,14 +271,15 @@ def plot_curves(curves, out_png, xlabel, ylabel, title=None, log_y=False, marker
                   linestyle="--" if marker else "-")
     if log_y:
         axis.set_yscale("log")
+    if all(float(x).is_integer() for xs, _ in curves.values() for x in xs):
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))   # steps, epochs: no 2.5
     axis.set_xlabel(xlabel)
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
     if title:
         axis.set_title(title)
-    figure.savefig(out_png, dpi=110)
-    return axis.get_xlim(), axis.get_ylim()
+    return figure
 
 
 LOSS_TERMS = {"task_loss": "L1 task", "lm_loss": "L2 language modelling",

@@ -152,8 +152,10 @@ def test_bars_and_curves_draw_what_they_are_given(tmp_path):
                              reference_lines={"chance": {"arc": 0.25, "piqa": 0.5}})
     assert series == ["ours", "thesis"]
     assert_png(tmp_path / "bars.png")
-    plots.plot_curves({"train": ([1, 2, 3], [3.0, math.nan, 1.0]), "val": ([3], [2.0])},
-                      tmp_path / "curves.png", xlabel="step", ylabel="loss", markers={"val": "o"})
+    (low, high), _ = plots.plot_curves({"train": ([1, 2, 3], [3.0, math.nan, 1.0]),
+                                        "val": ([3], [2.0])}, tmp_path / "curves.png",
+                                       xlabel="step", ylabel="loss", markers={"val": "o"})
+    assert 0.8 < low < 1 and 3 < high < 3.2      # the points' range, a little margin
     assert_png(tmp_path / "curves.png")
     with pytest.raises(ValueError, match="curve 'train' has 2 x and 1 y values"):
         plots.plot_curves({"train": ([1, 2], [1.0])}, tmp_path / "bad.png", "x", "y")
@@ -176,3 +178,15 @@ def test_bar_labels_do_not_overlap_however_many_series(variants):
     assert all(box.y1 <= inside.y1 for box in boxes)
     legend = axis.get_legend().get_window_extent(renderer)
     assert legend.x0 >= inside.x1 and not any(legend.overlaps(box) for box in boxes)
+
+
+@pytest.mark.parametrize("xs, integer", [([1, 2, 3, 4], True), ([0.5, 1.0, 1.5], False)])
+def test_curves_over_epochs_or_steps_tick_whole_numbers(xs, integer):
+    """Four epochs are ticked 1, 2, 3, 4, not 1.0, 1.5, ... 4.0; fractional x keeps
+    fractional ticks."""
+    figure = plots._curves({"loss": (xs, [4.0, 3.0, 2.0, 1.0][:len(xs)])}, "epoch", "loss",
+                           None, False, None)
+    axis, = figure.axes
+    low, high = axis.get_xlim()
+    ticks = [t for t in axis.get_xticks() if low <= t <= high]
+    assert all(float(t).is_integer() for t in ticks) == integer, ticks
