@@ -124,11 +124,11 @@ def test_no_gating_block_is_bert_plus_head():
     assert model.count_params() == backbone.count_params() + TINY_BERT["hidden_dim"] + 1
 
 
-
 def test_the_unused_pooler_is_frozen_and_fit_does_not_warn_of_it():
-    """The head reads the raw [CLS] state: the pooler keeps its weights and its parameters
-    (Table 2 counts them), and a training step neither moves it nor warns that it got no
-    gradient (Keras's "Gradients do not exist for variables ['pooled_dense/kernel', ...]")."""
+    """The head reads the raw [CLS] state: the pooler stays in the model (Table 2 counts it:
+    test_parameter_counts_of_bert_large_cased), and a training step neither moves it nor
+    warns that it got no gradient (Keras's "Gradients do not exist for variables
+    ['pooled_dense/kernel', ...]")."""
     model = NGTModel(tiny_backbone(), gate_position=1, num_gating_layers=1)
     pooler = model.backbone.get_layer("pooled_dense")
     before = [ops.convert_to_numpy(w) for w in pooler.weights]
@@ -139,6 +139,7 @@ def test_the_unused_pooler_is_frozen_and_fit_does_not_warn_of_it():
         model.fit(random_inputs(), np.ones((2, 1), "float32"), epochs=1, verbose=0)
     for old, new in zip(before, pooler.weights):
         np.testing.assert_array_equal(old, ops.convert_to_numpy(new))
+
 
 def test_gating_layers_are_bert_shaped_and_initialised():
     model = NGTModel(tiny_backbone(), gate_position=1, num_gating_layers=2)
