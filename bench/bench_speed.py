@@ -3,9 +3,10 @@ current Keras backend (``KERAS_BACKEND=jax python -m bench speed`` for JAX):
 
 - attention: fused (``keras.ops.dot_product_attention``) vs unfused
   (:class:`nemot.layers.MultiHeadAttention` with ``fused=False``), forward + backward;
-- loss: the lean cross-entropy of :mod:`nemot.models.losses` vs Keras's float32 softmax
-  cross-entropy (the earlier formula) on 50,313-wide logits, forward + backward (the
-  loss uses the faster of the two per backend);
+- loss: the task and lm terms' cross-entropies of one head's 50,313-wide logits as
+  :mod:`nemot.models.losses` computes them (JAX: the lean formula per term; TensorFlow:
+  one softmax for both, with its own gradient) vs Keras's float32 sparse softmax
+  cross-entropy per term (the earlier formula), forward + backward;
 - dropout: :func:`nemot.dropout.dropout` vs ``keras.random.dropout`` on an
   attention-probability-sized tensor.
 
@@ -27,7 +28,7 @@ from nemot import backend
 from nemot import dropout as drop
 from nemot import vocab
 from nemot.layers import MultiHeadAttention
-from nemot.models.losses import lean_cross_entropy
+from nemot.models.losses import token_cross_entropies
 
 ROUNDS = 7
 ATTENTION = dict(batch=8, length=256, d_model=256, heads=4)
@@ -91,24 +92,32 @@ def attention_pair():
     return fns
 
 
+def loss_new_name():
+    """What the loss runs on this backend (:func:`nemot.models.losses.token_cross_entropies`)."""
+    return "lean" if backend.name() == "jax" else "softmax_once"
+
+
 def loss_pair():
+    """The task and lm terms' two cross-entropies of the main head's logits, forward +
+    backward: what the loss runs against Keras's sparse softmax cross-entropy per term."""
     rng = np.random.default_rng(1)
     shape = (LOSS["batch"], LOSS["length"])
     logits = ops.convert_to_tensor(rng.normal(size=shape + (vocab.VOCAB_SIZE,))
                                    .astype("float32"))
-    targets = ops.convert_to_tensor(rng.integers(0, vocab.VOCAB_SIZE, shape).astype("int32"))
+    targets = [ops.convert_to_tensor(rng.integers(0, vocab.VOCAB_SIZE, shape).astype("int32"))
+               for _ in range(2)]
 
-    def lean(logits, targets):
-        return ops.mean(lean_cross_entropy(targets, logits))
+    def ours(logits, task, lm):
+        return sum(ops.mean(ce) for ce in token_cross_entropies([task, lm], logits))
 
-    def full(logits, targets):
-        return ops.mean(keras.losses.sparse_categorical_crossentropy(
-            targets, ops.cast(logits, "float32"), from_logits=True))
+    def full(logits, task, lm):
+        return sum(ops.mean(keras.losses.sparse_categorical_crossentropy(
+            t, ops.cast(logits, "float32"), from_logits=True)) for t in (task, lm))
 
     fns = {}
-    for name, fn in (("lean", lean), ("full", full)):
+    for name, fn in ((loss_new_name(), ours), ("full", full)):
         grad = compiled_grad(fn)
-        fns[name] = lambda grad=grad: block(grad(logits, targets))
+        fns[name] = lambda grad=grad: block(grad(logits, *targets))
     return fns
 
 
@@ -151,7 +160,7 @@ def run():
         XLA[0] = xla
         pairs = {
             "attention_fwd_bwd": (attention_pair(), "fused", "unfused"),
-            "loss_fwd_bwd": (loss_pair(), "lean", "full"),
+            "loss_fwd_bwd": (loss_pair(), loss_new_name(), "full"),
             "dropout": (dropout_pair(), "cheap", "default"),
         }
         rows = result[label] = {}

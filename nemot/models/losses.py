@@ -49,24 +49,68 @@ def lean_cross_entropy(targets, logits):
     return ops.logsumexp(ops.cast(logits, "float32"), axis=-1) - ops.cast(picked, "float32")
 
 
-def token_cross_entropy(targets, logits):
-    """Cross-entropy [batch, n] (float32), the same value (to 1e-5) on every backend:
-    :func:`lean_cross_entropy` on JAX; TensorFlow's fused softmax cross-entropy kernel
-    (through Keras) on TensorFlow, where it measured faster than the lean formula with
-    and without XLA (``bench/results/speed_tensorflow.json``)."""
+def softmax_once_cross_entropies(targets_list, logits):
+    """Cross-entropy [batch, n] (float32) of each int targets tensor of ``targets_list``
+    against the same ``logits``, on TensorFlow: one softmax for them all and for the
+    gradient (``softmax * sum of upstreams - onehots``, a custom gradient).
+
+    TensorFlow's fused sparse softmax cross-entropy kernel computes a softmax per call
+    and autodiff keeps a [batch, n, vocab] gradient per term: the task and language-
+    modelling terms read the same logits, so that was two softmaxes and two such
+    gradients per step (``python -m bench speed`` measures the two side by side).
+    """
+    import tensorflow as tf
+
+    z = tf.cast(logits, tf.float32)
+    shape = tf.shape(z)
+    flat = tf.reshape(z, [-1, shape[-1]])
+    rows = tf.range(tf.shape(flat)[0])
+    picks = [tf.stack([rows, tf.reshape(tf.cast(t, tf.int32), [-1])], axis=1)
+             for t in targets_list]
+
+    @tf.custom_gradient
+    def cross_entropy(flat):
+        top = tf.reduce_max(flat, axis=-1, keepdims=True)
+        exp = tf.exp(flat - top)
+        total = tf.reduce_sum(exp, axis=-1, keepdims=True)
+        log_total = tf.math.log(total[:, 0]) + top[:, 0]
+        values = tf.stack([log_total - tf.gather_nd(flat, pick) for pick in picks])
+
+        def gradient(upstream):  # [len(targets_list), rows]
+            probs = exp * (tf.reduce_sum(upstream, axis=0) / total[:, 0])[:, None]
+            # Repeated (row, target) pairs add up, as the one-hots they stand for do.
+            return tf.tensor_scatter_nd_add(probs, tf.concat(picks, axis=0),
+                                            -tf.reshape(upstream, [-1]))
+
+        return values, gradient
+
+    values = cross_entropy(flat)
+    return [tf.reshape(values[k], shape[:-1]) for k in range(len(targets_list))]
+
+
+def token_cross_entropies(targets_list, logits):
+    """Cross-entropy [batch, n] (float32) of each targets tensor against the same logits,
+    the same values (to 1e-5) on every backend: :func:`lean_cross_entropy` on JAX (XLA
+    fuses each into its reduction), :func:`softmax_once_cross_entropies` on TensorFlow."""
     if backend.name() == "jax":
-        return lean_cross_entropy(targets, logits)
-    return keras.losses.sparse_categorical_crossentropy(
-        targets, ops.cast(logits, "float32"), from_logits=True)
+        return [lean_cross_entropy(targets, logits) for targets in targets_list]
+    return softmax_once_cross_entropies(targets_list, logits)
+
+
+def masked_cross_entropies(targets_list, logits):
+    """``[(summed cross-entropy over non-ignored targets, their count)]`` (float32), one
+    pair per targets tensor of ``targets_list``, all against ``logits``."""
+    targets_list = [ops.cast(targets, "int32") for targets in targets_list]
+    valid = [ops.not_equal(targets, vocab.IGNORE_ID) for targets in targets_list]
+    ce = token_cross_entropies(
+        [ops.where(v, targets, 0) for v, targets in zip(valid, targets_list)], logits)
+    valid = [ops.cast(v, "float32") for v in valid]
+    return [(ops.sum(c * v), ops.sum(v)) for c, v in zip(ce, valid)]
 
 
 def masked_cross_entropy(targets, logits):
     """Summed cross-entropy over non-ignored targets and their count (float32)."""
-    targets = ops.cast(targets, "int32")
-    valid = ops.not_equal(targets, vocab.IGNORE_ID)
-    ce = token_cross_entropy(ops.where(valid, targets, 0), logits)
-    valid = ops.cast(valid, "float32")
-    return ops.sum(ce * valid), ops.sum(valid)
+    return masked_cross_entropies([targets], logits)[0]
 
 
 @keras.saving.register_keras_serializable(package="nemot")
@@ -114,17 +158,24 @@ class NeMoTLoss(keras.losses.Loss):
             "lm": (self.lm_weight, "lm_targets", "logits"),
             "vanilla": (self.vanilla_weight, "task_targets", "vanilla_logits"),
         }
-        result = {}
-        for term, (weight, target_key, logit_key) in sources.items():
-            if not weight:
-                continue
+        active = {term: source for term, source in sources.items() if source[0]}
+        for term, (_, target_key, logit_key) in active.items():
             if target_key not in y:
                 raise ValueError(f"loss term {term!r} needs targets {target_key!r}; "
                                  f"got {sorted(y)}")
             if logit_key not in y_pred:
                 raise ValueError(f"loss term {term!r} needs model output {logit_key!r} "
                                  "(build the model with vanilla_head=True)")
-            total, count = masked_cross_entropy(y[target_key], y_pred[logit_key])
+        # The terms that read the same logits share one softmax (task and lm: the main head).
+        sums = {}
+        for logit_key in dict.fromkeys(source[2] for source in active.values()):
+            terms = [term for term, source in active.items() if source[2] == logit_key]
+            pairs = masked_cross_entropies([y[active[term][1]] for term in terms],
+                                           y_pred[logit_key])
+            sums.update(zip(terms, pairs))
+        result = {}
+        for term, (weight, target_key, _) in active.items():
+            total, count = sums[term]
             share = share_key(target_key)
             if share in y:
                 # Gradient accumulation: the count over the whole batch, k-th of it per

@@ -152,3 +152,40 @@ def test_lean_gradients_are_softmax_minus_onehot():
     grad = tape.gradient(mean, logits).numpy()
     np.testing.assert_allclose(grad, expected, atol=1e-7)
     assert np.abs(grad).max() > 1e-3
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_terms_sharing_logits_share_one_softmax_and_its_gradient(dtype, jit_compile):
+    """On TensorFlow the task and lm terms read the main head's logits through one
+    softmax with a custom gradient: its values and gradients are the hand-computed ones,
+    where both terms target the same token at the same position too (their one-hots add
+    up), in graph mode and under XLA, from float32 and bfloat16 logits."""
+    import tensorflow as tf
+
+    targets, logits = wide_batch(dtype, seed=3)
+    lm_targets = np.where(np.arange(7) % 2 == 0, targets, (targets + 1) % vocab.VOCAB_SIZE)
+    lm_targets[0, :3] = np.array([5, 6, 7])  # where the task has no target
+    assert ((lm_targets == targets) & (targets != vocab.IGNORE_ID)).any()
+    y = {"task_targets": targets, "lm_targets": lm_targets.astype("int32")}
+    loss = NeMoTLoss(lm_weight=0.3, vanilla_weight=0)
+
+    @tf.function(jit_compile=jit_compile)
+    def value_and_gradient(logits):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            value = loss(y, {"logits": logits})
+        return value, tape.gradient(value, logits)
+
+    value, grad = value_and_gradient(tf.constant(logits))
+    assert grad.dtype == logits.dtype
+    read = ops.convert_to_numpy(ops.cast(logits, "float32"))
+    y_pred = {"logits": read, "vanilla_logits": read}
+    np.testing.assert_allclose(as_float(value), hand_loss.loss(y, y_pred, lm_weight=0.3,
+                                                               vanilla_weight=0), rtol=1e-5)
+    expected, _ = hand_loss.logits_gradients(y, y_pred, lm_weight=0.3, vanilla_weight=0)
+    if dtype == "float32":  # XLA's exp rounds otherwise: a few parts in a million
+        np.testing.assert_allclose(grad.numpy(), expected, rtol=1e-5, atol=1e-7)
+    else:  # the float32 gradient rounded to bfloat16 on its way back through the cast
+        np.testing.assert_allclose(ops.convert_to_numpy(ops.cast(grad, "float32")), expected,
+                                   atol=2e-4, rtol=1e-2)
