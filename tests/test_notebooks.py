@@ -77,9 +77,13 @@ tf.config.optimizer.set_experimental_options({NO_GRAPPLER!r})
 
 
 def _printed(name, text):
-    """Asserts that ``text`` names no warning and no TensorFlow start-up notice."""
+    """Asserts that ``text`` names no warning and no TensorFlow start-up notice.
+
+    A warning is what Python's ``warnings`` prints (``file:line: SomeWarning: message``):
+    text a model generated may hold GPT-2's token "Warning" (01's untrained model once
+    decoded ``hammer RANDWarning :``)."""
     lines = text.splitlines()
-    warned = [line for line in lines if re.search(r"\w+Warning\b", line)]
+    warned = [line for line in lines if re.search(r":\d+: \w*Warning: ", line)]
     assert not warned, f"{name}: printed warnings {warned}"
     noticed = [line for line in lines if any(notice in line for notice in BACKEND_NOTICES)]
     assert not noticed, f"{name}: printed TensorFlow's start-up notices {noticed}"
