@@ -8,7 +8,11 @@ current Keras backend (``KERAS_BACKEND=jax python -m bench speed`` for JAX):
   one softmax for both, with its own gradient) vs Keras's float32 sparse softmax
   cross-entropy per term (the earlier formula), forward + backward;
 - dropout: :func:`nemot.dropout.dropout` vs ``keras.random.dropout`` on an
-  attention-probability-sized tensor.
+  attention-probability-sized tensor;
+- vanilla head (TensorFlow without XLA, where shapes may follow the data): the vanilla-set
+  term (L3) with the head applied at the task targets' positions only, as
+  :meth:`nemot.NeMoTCausalLM.loss_inputs` applies it in training, vs the head at every
+  position, forward + backward to the hidden states.
 
 Each pair is compiled the ways training compiles it (on TensorFlow ``tf.function``
 without XLA, the trainer's default, and with ``jit_compile=True``, its GPU setting; on
@@ -33,6 +37,8 @@ from nemot.models.losses import token_cross_entropies
 ROUNDS = 7
 ATTENTION = dict(batch=8, length=256, d_model=256, heads=4)
 LOSS = dict(batch=4, length=128)
+# A fine-tuning batch: answers of 4 tokens (and </s>) after prompts of 123.
+VANILLA_HEAD = dict(batch=4, length=128, d_model=256, answer=5)
 DROPOUT_SHAPE = (8, 4, 256, 256)
 
 
@@ -121,6 +127,42 @@ def loss_pair():
     return fns
 
 
+def vanilla_head_pair():
+    """The vanilla-set term of a fine-tuning batch, forward + backward to the hidden
+    states: the head at the task targets' positions
+    (:meth:`nemot.NeMoTCausalLM.loss_inputs`) against the head at every position."""
+    from types import SimpleNamespace
+
+    from nemot.models.heads import VocabularyHead
+    from nemot.models.losses import NeMoTLoss
+    from nemot.models.nemot_causal_lm import NeMoTCausalLM
+
+    batch, length, d, answer = (VANILLA_HEAD[k] for k in ("batch", "length", "d_model",
+                                                          "answer"))
+    rng = np.random.default_rng(2)
+    hidden = ops.convert_to_tensor(rng.normal(size=(batch, length, d)).astype("float32"))
+    targets = np.full((batch, length), vocab.IGNORE_ID, "int32")
+    targets[:, -answer:] = rng.integers(0, vocab.VOCAB_SIZE, (batch, answer))
+    y = {"task_targets": ops.convert_to_tensor(targets)}
+    head = VocabularyHead(vocab.VOCAB_SIZE)
+    head.build((None, d))
+    loss = NeMoTLoss(task_weight=0, lm_weight=0)
+    model = SimpleNamespace(vanilla_head=head)
+
+    def at_targets(hidden):
+        read_y, y_pred = NeMoTCausalLM.loss_inputs(model, y, {"vanilla_hidden_states": hidden})
+        return loss(read_y, y_pred)
+
+    def every(hidden):
+        return loss(y, {"vanilla_logits": head(hidden)})
+
+    fns = {}
+    for name, fn in (("at_targets", at_targets), ("every_position", every)):
+        grad = compiled_grad(fn)
+        fns[name] = lambda grad=grad: block(grad(hidden))
+    return fns
+
+
 def dropout_pair():
     x = ops.ones(DROPOUT_SHAPE)
     generator = keras.random.SeedGenerator(1)
@@ -155,7 +197,7 @@ def run():
         ("tf.function", False), ("tf.function(jit_compile=True)", True)]
     result = {"backend": backend.name(), "device": "cpu", "rounds": ROUNDS,
               "setup": {"attention": ATTENTION, "loss": {**LOSS, "vocab": vocab.VOCAB_SIZE},
-                        "dropout_shape": DROPOUT_SHAPE}}
+                        "dropout_shape": DROPOUT_SHAPE, "vanilla_head": VANILLA_HEAD}}
     for label, xla in setups:
         XLA[0] = xla
         pairs = {
@@ -163,6 +205,9 @@ def run():
             "loss_fwd_bwd": (loss_pair(), loss_new_name(), "full"),
             "dropout": (dropout_pair(), "cheap", "default"),
         }
+        if backend.dynamic_shapes() and not xla:
+            pairs["vanilla_head_fwd_bwd"] = (vanilla_head_pair(), "at_targets",
+                                             "every_position")
         rows = result[label] = {}
         for name, (fns, new, old) in pairs.items():
             median = measure(fns)

@@ -29,6 +29,11 @@ from nemot import backend, vocab
 from nemot.backend import global_sum, replica_context
 
 
+# ``y``'s key of the vanilla-set term's targets where the vanilla logits were computed at
+# the task targets' positions only: those targets, in the logits' order.
+VANILLA_TARGETS = "vanilla_targets"
+
+
 def share_key(targets):
     """``y``'s key, under gradient accumulation, of each example's share of the whole
     batch's count of ``targets`` (``task_targets_share``; nemot.training.accumulation)."""
@@ -166,11 +171,15 @@ class NeMoTLoss(keras.losses.Loss):
             if logit_key not in y_pred:
                 raise ValueError(f"loss term {term!r} needs model output {logit_key!r} "
                                  "(build the model with vanilla_head=True)")
+        # The vanilla head's logits at the task targets' positions only come with those
+        # targets (NeMoTCausalLM.loss_inputs); the count is the same.
+        targets = {term: y[VANILLA_TARGETS] if term == "vanilla" and VANILLA_TARGETS in y
+                   else y[source[1]] for term, source in active.items()}
         # The terms that read the same logits share one softmax (task and lm: the main head).
         sums = {}
         for logit_key in dict.fromkeys(source[2] for source in active.values()):
             terms = [term for term, source in active.items() if source[2] == logit_key]
-            pairs = masked_cross_entropies([y[active[term][1]] for term in terms],
+            pairs = masked_cross_entropies([targets[term] for term in terms],
                                            y_pred[logit_key])
             sums.update(zip(terms, pairs))
         result = {}

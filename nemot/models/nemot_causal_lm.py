@@ -13,9 +13,10 @@ still moves a variable whose gradient is zero (its momentum decays but
 import keras
 from keras import ops
 
-from nemot import vocab
+from nemot import backend, vocab
 from nemot.models.gpt2 import load_vanilla_set
 from nemot.models.heads import vocabulary_head
+from nemot.models.losses import VANILLA_TARGETS
 from nemot.models.nemot_backbone import NeMoTBackbone
 from nemot.models.routing import BATCH_TASKS, masked_train_step
 from nemot.models.task import TextToTextCausalLM
@@ -28,8 +29,8 @@ class NeMoTCausalLM(TextToTextCausalLM):
 
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first, text
     right-padded with ``<pad>``). Returns ``"logits"`` [batch, n, vocab] of the main head,
-    ``"vanilla_logits"`` of the vanilla head when ``config.vanilla_head`` (skipped in
-    training when the compiled loss has no vanilla-set term) and, with
+    ``"vanilla_logits"`` of the vanilla head when ``config.vanilla_head`` (in training
+    after ``compile``, left to the loss: :meth:`call`) and, with
     ``return_gates=True``, ``"gates"`` [batch, 3 + n, d_model].
 
     Training: ``compile(optimizer)`` uses ``NeMoTLoss()`` (``L1 + 0.2 L2 + 0.5 L3``, eq.
@@ -71,15 +72,43 @@ class NeMoTCausalLM(TextToTextCausalLM):
         if self.vanilla_head is not None:
             self.vanilla_head.trainable = bool(loss.vanilla_weight)
 
-    # Override: the vanilla head is skipped when the loss does not read it; gates on request.
+    # Override: in training the vanilla head is left to the loss; gates on request.
     def call(self, inputs, training=None, return_gates=False):
-        """The graph of ``__init__``, with the vanilla head skipped in training when the
-        compiled loss does not read it, and the gates when asked for."""
+        """The graph of ``__init__``, and the gates when asked for. In training after
+        ``compile``, the vanilla head is left to the loss: skipped when the loss does not
+        read it, else ``"vanilla_hidden_states"`` [batch, n, d_model] instead of its logits
+        (:meth:`loss_inputs`)."""
         out = self.backbone(inputs, training=training)
-        outputs = self.heads(out, vanilla=not training or self.needs_output("vanilla"))
+        to_loss = bool(training) and self.nemot_loss is not None
+        outputs = self.heads(out, vanilla=not to_loss)
+        if to_loss and self.vanilla_head is not None and self.needs_output("vanilla"):
+            outputs["vanilla_hidden_states"] = out["vanilla_hidden_states"]
         if return_gates:
             outputs["gates"] = out["gates"]
         return outputs
+
+    def loss_inputs(self, y, y_pred):
+        """The vanilla head (L3) applied where the loss reads it: the positions of the task
+        targets, which are few (an answer and ``</s>``, or one option token), where shapes
+        may depend on the data (TensorFlow outside XLA); every position under XLA and JAX.
+
+        The loss and its gradients are the same either way; the term's forward and backward
+        pass 8.9x faster on a CPU for answers of 5 tokens after prompts of 123
+        (``python -m bench speed``).
+        """
+        if "vanilla_hidden_states" not in y_pred:
+            return y, y_pred
+        y_pred = dict(y_pred)
+        hidden = y_pred.pop("vanilla_hidden_states")
+        if not backend.dynamic_shapes():
+            return y, {**y_pred, "vanilla_logits": self.vanilla_head(hidden)}
+        import tensorflow as tf
+
+        targets = tf.cast(y["task_targets"], tf.int32)
+        counted = tf.not_equal(targets, vocab.IGNORE_ID)
+        rows = tf.boolean_mask(hidden, counted)[None]            # [1, targets, d_model]
+        return ({**y, VANILLA_TARGETS: tf.boolean_mask(targets, counted)[None]},
+                {**y_pred, "vanilla_logits": self.vanilla_head(rows)})
 
     # Override: the routing rule (a block no example selects keeps weights and slots).
     def train_step(self, *args):

@@ -124,13 +124,18 @@ class TextToTextCausalLM(CausalLM):
         if self.nemot_loss is None:
             raise ValueError("compile the model first: model.compile(optimizer, "
                              "loss=nemot.NeMoTLoss(...))")
-        total = self.nemot_loss(y, y_pred, tracker=self)
+        total = self.nemot_loss(*self.loss_inputs(y, y_pred), tracker=self)
         if self.losses:
             # Keras's own compute_loss scales the regularisers per replica likewise.
             context = replica_context()
             scale = 1.0 if context is None else 1.0 / context.num_replicas_in_sync
             total = total + ops.sum(self.losses) * scale
         return total
+
+    def loss_inputs(self, y, y_pred):
+        """``(y, y_pred)`` as the combined loss reads them (a task whose training outputs
+        leave part of a head to the loss completes them here)."""
+        return y, y_pred
 
     # Override: user metrics read the main head against the task targets (two heads, two targets).
     def compute_metrics(self, x, y, y_pred, sample_weight=None):

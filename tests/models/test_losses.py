@@ -189,3 +189,57 @@ def test_terms_sharing_logits_share_one_softmax_and_its_gradient(dtype, jit_comp
     else:  # the float32 gradient rounded to bfloat16 on its way back through the cast
         np.testing.assert_allclose(ops.convert_to_numpy(ops.cast(grad, "float32")), expected,
                                    atol=2e-4, rtol=1e-2)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_the_vanilla_head_at_the_task_targets_only_gives_the_loss_and_gradients_of_every_position(
+        jit_compile):
+    """In training the vanilla head (L3) is applied in the loss, at the task targets'
+    positions only where shapes may follow the data (TensorFlow outside XLA), at every
+    position under XLA: the loss and every weight's gradient equal the vanilla head's at
+    every position, also for a batch with no task target (a zero L3)."""
+    import keras
+    import tensorflow as tf
+
+    import nemot
+    from nemot.models.losses import VANILLA_TARGETS
+
+    keras.utils.set_random_seed(0)
+    model = nemot.build_model(nemot.NeMoTConfig.preset("tiny").replace(max_text_length=12),
+                              preprocessor=None)
+    model.compile(keras.optimizers.SGD(0.1))
+    rng = np.random.default_rng(1)
+    ids = rng.integers(100, 5000, size=(3, 15)).astype("int32")
+    ids[:, :3] = [vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("gqa")]
+    lm_targets = np.concatenate([ids[:, 4:], np.full((3, 1), vocab.IGNORE_ID)], 1)
+    answered = np.full((3, 12), vocab.IGNORE_ID, "int32")
+    answered[0, 5:8], answered[2, 9:11] = lm_targets[0, 5:8], lm_targets[2, 9:11]
+    variables = model.trainable_variables
+
+    @tf.function(jit_compile=jit_compile)
+    def both(y):
+        with tf.GradientTape(persistent=True) as tape:
+            y_pred = model({"token_ids": ids}, training=True)
+            targets, read = model.loss_inputs(y, y_pred)
+            by_step = model.nemot_loss(targets, read)
+            hidden = y_pred.pop("vanilla_hidden_states")
+            every = model.nemot_loss(y, {**y_pred, "vanilla_logits": model.vanilla_head(hidden)})
+        return (by_step, every, tf.shape(read["vanilla_logits"]), VANILLA_TARGETS in targets,
+                tape.gradient(by_step, variables), tape.gradient(every, variables))
+
+    for task_targets, rows in ((answered, 5), (np.full_like(answered, vocab.IGNORE_ID), 0)):
+        y = {"task_targets": tf.constant(task_targets), "lm_targets": tf.constant(lm_targets)}
+        by_step, every, shape, compacted, grads, expected = both(y)
+        assert compacted != jit_compile
+        assert list(shape) == ([3, 12, vocab.VOCAB_SIZE] if jit_compile
+                               else [1, rows, vocab.VOCAB_SIZE])
+        np.testing.assert_allclose(float(by_step), float(every), rtol=1e-6)
+        vanilla_head = {id(v) for v in model.vanilla_head.trainable_variables}
+        for variable, grad, want in zip(variables, grads, expected):
+            if grad is None or want is None:  # an output block this batch does not select
+                assert grad is want is None, variable.path
+                continue
+            np.testing.assert_allclose(ops.convert_to_numpy(grad), ops.convert_to_numpy(want),
+                                       rtol=1e-5, atol=1e-7, err_msg=variable.path)
+            if not rows and id(variable) in vanilla_head:
+                assert not np.any(ops.convert_to_numpy(grad)), variable.path
