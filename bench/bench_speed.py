@@ -11,7 +11,7 @@ current Keras backend (``KERAS_BACKEND=jax python -m bench speed`` for JAX):
   attention-probability-sized tensor;
 - vanilla head (TensorFlow without XLA, where shapes may follow the data): the vanilla-set
   term (L3) with the head applied at the task targets' positions only, as
-  :meth:`nemot.NeMoTCausalLM.loss_inputs` applies it in training, vs the head at every
+  :meth:`nemot.NeMoTCausalLM.loss_inputs` applies it in the train step, vs the head at every
   position, forward + backward to the hidden states.
 
 Each pair is compiled the ways training compiles it (on TensorFlow ``tf.function``

@@ -10,6 +10,8 @@ still moves a variable whose gradient is zero (its momentum decays but
 :meth:`NeMoTCausalLM.train_step` keeps them (:mod:`nemot.models.routing`).
 """
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -29,8 +31,8 @@ class NeMoTCausalLM(TextToTextCausalLM):
 
     Call it on ``{"token_ids": int [batch, 3 + n]}`` (auxiliary tokens first, text
     right-padded with ``<pad>``). Returns ``"logits"`` [batch, n, vocab] of the main head,
-    ``"vanilla_logits"`` of the vanilla head when ``config.vanilla_head`` (in training
-    after ``compile``, left to the loss: :meth:`call`) and, with
+    ``"vanilla_logits"`` of the vanilla head when ``config.vanilla_head`` (in ``fit``'s
+    train step, left to the loss: :meth:`call`) and, with
     ``return_gates=True``, ``"gates"`` [batch, 3 + n, d_model].
 
     Training: ``compile(optimizer)`` uses ``NeMoTLoss()`` (``L1 + 0.2 L2 + 0.5 L3``, eq.
@@ -72,16 +74,21 @@ class NeMoTCausalLM(TextToTextCausalLM):
         if self.vanilla_head is not None:
             self.vanilla_head.trainable = bool(loss.vanilla_weight)
 
-    # Override: in training the vanilla head is left to the loss; gates on request.
+    # Set while the model's own train step runs: its loss applies the vanilla head.
+    _vanilla_head_in_loss = False
+
+    # Override: the vanilla head skipped or left to the loss in training; gates on request.
     def call(self, inputs, training=None, return_gates=False):
-        """The graph of ``__init__``, and the gates when asked for. In training after
-        ``compile``, the vanilla head is left to the loss: skipped when the loss does not
-        read it, else ``"vanilla_hidden_states"`` [batch, n, d_model] instead of its logits
+        """The graph of ``__init__``, and the gates when asked for. In training, the
+        vanilla head is skipped when the compiled loss does not read it; inside ``fit``'s
+        train step, where the loss reads it, it is left to the loss:
+        ``"vanilla_hidden_states"`` [batch, n, d_model] instead of its logits
         (:meth:`loss_inputs`)."""
         out = self.backbone(inputs, training=training)
-        to_loss = bool(training) and self.nemot_loss is not None
-        outputs = self.heads(out, vanilla=not to_loss)
-        if to_loss and self.vanilla_head is not None and self.needs_output("vanilla"):
+        needed = not training or self.needs_output("vanilla")
+        to_loss = bool(training) and needed and self._vanilla_head_in_loss
+        outputs = self.heads(out, vanilla=needed and not to_loss)
+        if to_loss and self.vanilla_head is not None:
             outputs["vanilla_hidden_states"] = out["vanilla_hidden_states"]
         if return_gates:
             outputs["gates"] = out["gates"]
@@ -124,7 +131,18 @@ class NeMoTCausalLM(TextToTextCausalLM):
         selected = ops.any(self.backbone.output_set.selection(tasks), axis=0)
         blocks = [block.trainable_variables
                   for block in self.backbone.output_set.blocks.values()]
-        return masked_train_step(self, super().train_step, args, selected, blocks)
+        with self.vanilla_head_in_loss():
+            return masked_train_step(self, super().train_step, args, selected, blocks)
+
+    @contextlib.contextmanager
+    def vanilla_head_in_loss(self):
+        """Within it, a training call leaves the vanilla head to :meth:`loss_inputs` (as
+        the train step does), so ``compute_loss`` applies it where the loss reads it."""
+        object.__setattr__(self, "_vanilla_head_in_loss", True)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_vanilla_head_in_loss", False)
 
     def parameter_breakdown(self):
         """Parameters per component; ``total`` is their sum (every weight counted once).

@@ -194,7 +194,7 @@ def test_terms_sharing_logits_share_one_softmax_and_its_gradient(dtype, jit_comp
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_the_vanilla_head_at_the_task_targets_only_gives_the_loss_and_gradients_of_every_position(
         jit_compile):
-    """In training the vanilla head (L3) is applied in the loss, at the task targets'
+    """In the train step the vanilla head (L3) is applied in the loss, at the task targets'
     positions only where shapes may follow the data (TensorFlow outside XLA), at every
     position under XLA: the loss and every weight's gradient equal the vanilla head's at
     every position, also for a batch with no task target (a zero L3)."""
@@ -218,7 +218,7 @@ def test_the_vanilla_head_at_the_task_targets_only_gives_the_loss_and_gradients_
 
     @tf.function(jit_compile=jit_compile)
     def both(y):
-        with tf.GradientTape(persistent=True) as tape:
+        with tf.GradientTape(persistent=True) as tape, model.vanilla_head_in_loss():
             y_pred = model({"token_ids": ids}, training=True)
             targets, read = model.loss_inputs(y, y_pred)
             by_step = model.nemot_loss(targets, read)
@@ -243,3 +243,28 @@ def test_the_vanilla_head_at_the_task_targets_only_gives_the_loss_and_gradients_
                                        rtol=1e-5, atol=1e-7, err_msg=variable.path)
             if not rows and id(variable) in vanilla_head:
                 assert not np.any(ops.convert_to_numpy(grad)), variable.path
+
+
+def test_only_fits_train_step_leaves_the_vanilla_head_to_the_loss():
+    """``fit``'s train step hands the loss the vanilla set's output (the head applied in
+    :meth:`loss_inputs`); a training call of the user's own, after ``compile``, still
+    returns the vanilla head's logits."""
+    import keras
+
+    import nemot
+
+    model = nemot.build_model(nemot.NeMoTConfig.preset("tiny").replace(max_text_length=6),
+                              preprocessor=None)
+    model.compile(keras.optimizers.SGD(0.1))
+    ids = np.array([[vocab.CLS_ID, vocab.DEC_ID, vocab.task_token_id("gqa"),
+                     101, 102, 103, 104, 105, 106]] * 2, "int32")
+    targets = np.full((2, 6), vocab.IGNORE_ID, "int32")
+    targets[:, 3] = 7
+    seen = []
+    loss_inputs = model.loss_inputs
+    model.loss_inputs = lambda y, y_pred: (seen.append(sorted(y_pred)),
+                                           loss_inputs(y, y_pred))[1]
+    model.fit({"token_ids": ids}, {"task_targets": targets, "lm_targets": ids[:, 3:]},
+              batch_size=2, epochs=1, verbose=0)
+    assert seen and all(keys == ["logits", "vanilla_hidden_states"] for keys in seen)
+    assert sorted(model({"token_ids": ids}, training=True)) == ["logits", "vanilla_logits"]
