@@ -4,9 +4,11 @@ tests against the plain backbone are ``results/compare/minbert/report.md``'s, th
 ``results/modact/sst2_lstm/report.json``'s, and the GPU sentence is
 ``bench/results/gpu_nvidia_h200_jax.json``'s, the reliability figures ``fuzz.json``'s and
 ``faults.json``'s, docs/performance.md's compile table ``compile_cpu_jax.json``'s, the demo's
-``results/demo/``'s. (The NAMES table itself: tests/modact/test_names_results.py.)"""
+``results/demo/``'s, the suite's time docs/performance.md's table of measured runs. (The
+NAMES table itself: tests/modact/test_names_results.py.)"""
 
 import json
+import re
 from pathlib import Path
 
 from nemot import demo
@@ -150,3 +152,28 @@ def test_the_demo_sentence_quotes_the_committed_demo_run():
     assert f"{summary['test_accuracy']:.0%} test accuracy (chance 50%)" in text
     assert (f"({summary['pretrain_steps']} steps)" in text
             and f"{summary['finetune_steps']} steps)" in text)
+
+
+def _seconds(cell):
+    """``"12 min 5 s"`` as 725; ``None`` for an empty cell."""
+    match = re.fullmatch(r"(\d+) min (\d+) s", cell)
+    return int(match[1]) * 60 + int(match[2]) if match else None
+
+
+def test_the_suite_time_sentence_is_the_measured_range():
+    """README's minutes and seconds of ``make test`` are the extremes of docs/performance.md's
+    table of measured runs: the tests' wall times, rounded to the minute, and the
+    installing (a fresh clone's time with installing less its tests' time)."""
+    docs = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    section = docs.split("## The test suite's time\n", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in tables(section)[0][2:]]
+    assert all(len(row) == 5 for row in rows), rows
+    tests = [_seconds(row[3]) for row in rows if _seconds(row[3])]
+    installing = [_seconds(row[4]) - _seconds(row[3]) for row in rows
+                  if _seconds(row[3]) and _seconds(row[4])]
+    assert len(tests) >= 10 and len(installing) >= 10
+    text = " ".join(README.split())
+    assert (f"`make test`'s tests take {round(min(tests) / 60)} to {round(max(tests) / 60)} "
+            f"minutes on two CPU cores") in text
+    assert f"after {min(installing)} to {max(installing)} seconds of installing" in text
