@@ -124,11 +124,13 @@ def test_no_gating_block_is_bert_plus_head():
     assert model.count_params() == backbone.count_params() + TINY_BERT["hidden_dim"] + 1
 
 
+@pytest.mark.usefixtures("eager")
 def test_the_unused_pooler_is_frozen_and_fit_does_not_warn_of_it():
     """The head reads the raw [CLS] state: the pooler stays in the model (Table 2 counts it:
     test_parameter_counts_of_bert_large_cased), and a training step neither moves it nor
     warns that it got no gradient (Keras's "Gradients do not exist for variables
-    ['pooled_dense/kernel', ...]")."""
+    ['pooled_dense/kernel', ...]", which its optimizer gives traced or not). Eager: tracing
+    the step cost more than the step (43.8 -> 19.3 CPU s, the test alone)."""
     model = NGTModel(tiny_backbone(), gate_position=1, num_gating_layers=1)
     pooler = model.backbone.get_layer("pooled_dense")
     before = [ops.convert_to_numpy(w) for w in pooler.weights]
